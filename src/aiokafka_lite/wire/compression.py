@@ -1,0 +1,315 @@
+"""Record batch compression codecs (gzip, snappy, lz4, zstd) on top of ``cramjam``.
+
+Decompression is always bounded by a caller-provided ``max_size``: the output is
+written into a buffer that starts near the expected size and grows geometrically up
+to ``max_size``, so a decompression bomb costs at most ``max_size`` bytes of memory
+(never an amount chosen by the sender) before it is rejected with
+:class:`~aiokafka_lite.errors.CorruptRecordError`.
+
+Snappy in Kafka is the *xerial* framing written by the Java client (a magic header
+followed by big-endian length-prefixed raw snappy blocks); plain raw-block snappy and
+the official snappy framing format are accepted on read too.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from enum import IntEnum
+from typing import Final
+
+import cramjam
+
+from aiokafka_lite.errors import ConfigError, CorruptRecordError, UnsupportedCodecError
+
+__all__ = [
+    "DEFAULT_MAX_DECOMPRESSED_SIZE",
+    "Compression",
+    "codec_from_attributes",
+    "compress",
+    "decompress",
+    "decompress_to_buffer",
+]
+
+Buffer = bytes | bytearray | memoryview
+
+#: Default cap on the decompressed size of one batch (or one legacy wrapper message).
+DEFAULT_MAX_DECOMPRESSED_SIZE: Final = 100 * 1024 * 1024
+
+
+class Compression(IntEnum):
+    """Compression codec ids as stored in the low 3 bits of the batch attributes."""
+
+    NONE = 0
+    GZIP = 1
+    SNAPPY = 2
+    LZ4 = 3
+    ZSTD = 4
+
+
+_CODEC_MASK: Final = 0x07
+
+# Inclusive level ranges accepted by the Java client (compression.<codec>.level), and
+# the level used when the caller passes ``None``. lz4 defaults to the fast mode (the
+# frame compressor's HC levels cost ~5x the CPU for a few percent of ratio).
+_LEVELS: Final[dict[Compression, tuple[int, int, int]]] = {
+    Compression.GZIP: (1, 9, 6),
+    Compression.LZ4: (1, 17, 1),
+    Compression.ZSTD: (-131072, 22, 3),
+}
+
+# Upper bounds on the expansion ratio of each format, used to reject impossible
+# outputs early instead of growing the buffer all the way to ``max_size``. They are
+# deliberately loose: deflate tops out at ~1032:1, lz4 at ~255:1, zstd RLE blocks at
+# ~43690:1 (3-byte header + 1 byte for a 128 KiB block).
+_MAX_RATIO_GZIP: Final = 1100
+_MAX_RATIO_LZ4: Final = 300
+_MAX_RATIO_ZSTD: Final = 65536
+
+_XERIAL_MAGIC: Final = b"\x82SNAPPY\x00"
+_XERIAL_HEADER: Final = struct.Struct(">8sii")
+_XERIAL_BLOCK_SIZE: Final = 32 * 1024
+_SNAPPY_FRAMED_MAGIC: Final = b"\xff\x06\x00\x00sNaPpY"
+_U32BE: Final = struct.Struct(">I")
+_U32LE: Final = struct.Struct("<I")
+_U64LE: Final = struct.Struct("<Q")
+# Raw snappy blocks expand at most ~21x (a 3-byte copy emits up to 64 bytes); 32x
+# plus slack bounds the declared length before anything is allocated.
+_SNAPPY_MAX_RATIO: Final = 32
+_BUFFER_FULL_MARKERS: Final = ("failed to write whole buffer", "smaller than required")
+_INITIAL_MIN: Final = 4096
+
+
+def codec_from_attributes(attributes: int) -> Compression:
+    """Map batch attributes to a codec, raising ``UnsupportedCodecError`` for 5-7."""
+    code = attributes & _CODEC_MASK
+    try:
+        return Compression(code)
+    except ValueError:
+        raise UnsupportedCodecError(f"unknown compression codec id {code}") from None
+
+
+def _check_level(codec: Compression, level: int | None) -> int | None:
+    spec = _LEVELS.get(codec)
+    if spec is None:
+        if level is not None:
+            raise ConfigError(f"compression codec {codec.name} does not take a level (got {level})")
+        return None
+    low, high, default = spec
+    if level is None:
+        return default
+    if not low <= level <= high:
+        raise ConfigError(f"{codec.name} compression level must be in [{low}, {high}], got {level}")
+    return level
+
+
+def compress(codec: Compression, data: Buffer, level: int | None = None) -> bytes:
+    """Compress ``data`` with ``codec`` (``NONE`` returns the bytes unchanged).
+
+    ``level`` is validated against the ranges the Java client accepts; ``None`` picks
+    the codec default (gzip 6, lz4 fast mode, zstd 3).
+    """
+    codec = Compression(codec)
+    lvl = _check_level(codec, level)
+    try:
+        if codec is Compression.NONE:
+            return bytes(data)
+        if codec is Compression.GZIP:
+            return bytes(cramjam.gzip.compress(data, level=lvl))
+        if codec is Compression.SNAPPY:
+            return _xerial_compress(data)
+        if codec is Compression.LZ4:
+            return bytes(cramjam.lz4.compress(data, level=lvl))
+        return bytes(cramjam.zstd.compress(data, level=lvl))
+    except cramjam.CompressionError as exc:  # pragma: no cover - cramjam internal failure
+        raise CorruptRecordError(f"{codec.name} compression failed: {exc}") from exc
+
+
+def decompress(codec: Compression, data: Buffer, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes:
+    """Decompress ``data``; output larger than ``max_size`` raises ``CorruptRecordError``."""
+    out = decompress_to_buffer(codec, data, max_size)
+    return out if isinstance(out, bytes) else bytes(out)
+
+
+def decompress_to_buffer(
+    codec: Compression, data: Buffer, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE
+) -> bytes | bytearray:
+    """Like :func:`decompress` but may return a ``bytearray`` to save a copy."""
+    try:
+        codec = Compression(codec)
+    except ValueError:
+        raise UnsupportedCodecError(f"unknown compression codec id {codec}") from None
+    if max_size < 0:
+        raise ValueError("max_size must be >= 0")
+    if codec is Compression.NONE:
+        if len(data) > max_size:
+            raise CorruptRecordError(f"uncompressed data of {len(data)} bytes exceeds cap of {max_size}")
+        return bytes(data)
+    if codec is Compression.SNAPPY:
+        return _snappy_decompress(data, max_size)
+    if codec is Compression.GZIP:
+        return _bounded_decompress(
+            "GZIP", cramjam.gzip.decompress_into, data, _gzip_size_hint(data), max_size, _MAX_RATIO_GZIP
+        )
+    if codec is Compression.LZ4:
+        return _bounded_decompress(
+            "LZ4", cramjam.lz4.decompress_into, data, _lz4_size_hint(data), max_size, _MAX_RATIO_LZ4
+        )
+    return _bounded_decompress(
+        "ZSTD", cramjam.zstd.decompress_into, data, _zstd_size_hint(data), max_size, _MAX_RATIO_ZSTD
+    )
+
+
+def _is_buffer_full(exc: Exception) -> bool:
+    text = str(exc)
+    return any(marker in text for marker in _BUFFER_FULL_MARKERS)
+
+
+def _bounded_decompress(
+    name: str,
+    fn: Callable[[Buffer, bytearray], int],
+    data: Buffer,
+    hint: int | None,
+    max_size: int,
+    max_ratio: int,
+) -> bytearray:
+    """Decompress into a buffer that doubles (re-decompressing) until the output fits.
+
+    cramjam's ``decompress_into`` stops with an error as soon as the output buffer is
+    full, so memory never exceeds the current buffer; doubling keeps total work within
+    ~2x of a single pass even when no size hint is available.
+    """
+    n_in = len(data)
+    ceiling = min(max_size, n_in * max_ratio + _INITIAL_MIN)
+    size = hint if hint is not None else n_in * 4
+    size = max(min(size, ceiling), min(_INITIAL_MIN, ceiling))
+    while True:
+        out = bytearray(size)
+        try:
+            written = fn(data, out)
+        except cramjam.DecompressionError as exc:
+            if not _is_buffer_full(exc):
+                raise CorruptRecordError(f"{name} decompression failed: {exc}") from None
+            if size >= ceiling:
+                if ceiling >= max_size:
+                    raise CorruptRecordError(
+                        f"{name} decompressed size exceeds cap of {max_size} bytes"
+                    ) from None
+                raise CorruptRecordError(
+                    f"{name} data expands beyond the codec's maximum ratio ({n_in} compressed bytes)"
+                ) from None
+            size = min(size * 2, ceiling)
+            continue
+        if written < size:
+            del out[written:]
+        return out
+
+
+def _gzip_size_hint(data: Buffer) -> int | None:
+    # ISIZE: uncompressed length mod 2**32 of the last member; only a hint.
+    if len(data) < 18:
+        return None
+    return int(_U32LE.unpack_from(data, len(data) - 4)[0])
+
+
+def _lz4_size_hint(data: Buffer) -> int | None:
+    # Frame descriptor: magic(4) FLG(1) BD(1) [content size u64 LE when FLG bit 3].
+    if len(data) < 14 or bytes(data[:4]) != b"\x04\x22\x4d\x18":
+        return None
+    if data[4] & 0x08:
+        return int(_U64LE.unpack_from(data, 6)[0])
+    return None
+
+
+def _zstd_size_hint(data: Buffer) -> int | None:
+    # Frame header: magic(4) FHD(1) [window(1)] [dict id(0/1/2/4)] [content size].
+    if len(data) < 6 or bytes(data[:4]) != b"\x28\xb5\x2f\xfd":
+        return None
+    fhd = data[4]
+    fcs_flag = fhd >> 6
+    single_segment = (fhd >> 5) & 1
+    pos = 5 + (0 if single_segment else 1) + (0, 1, 2, 4)[fhd & 3]
+    size = (1 if single_segment else 0, 2, 4, 8)[fcs_flag]
+    if size == 0 or pos + size > len(data):
+        return None
+    value = int.from_bytes(data[pos : pos + size], "little")
+    return value + 256 if size == 2 else value
+
+
+def _xerial_compress(data: Buffer) -> bytes:
+    """Write the xerial snappy framing the Java client uses (32 KiB raw blocks)."""
+    view = memoryview(data).cast("B")
+    parts = [_XERIAL_HEADER.pack(_XERIAL_MAGIC, 1, 1)]
+    for start in range(0, len(view), _XERIAL_BLOCK_SIZE):
+        block = bytes(cramjam.snappy.compress_raw(view[start : start + _XERIAL_BLOCK_SIZE]))
+        parts.append(_U32BE.pack(len(block)))
+        parts.append(block)
+    return b"".join(parts)
+
+
+def _snappy_raw_len(block: Buffer, max_size: int) -> int:
+    try:
+        declared = int(cramjam.snappy.decompress_raw_len(block))
+    except cramjam.DecompressionError as exc:
+        raise CorruptRecordError(f"SNAPPY block header is invalid: {exc}") from None
+    if declared > len(block) * _SNAPPY_MAX_RATIO + 64:
+        raise CorruptRecordError(f"SNAPPY block claims {declared} bytes from {len(block)} compressed bytes")
+    if declared > max_size:
+        raise CorruptRecordError(f"SNAPPY decompressed size exceeds cap of {max_size} bytes")
+    return declared
+
+
+def _snappy_decompress(data: Buffer, max_size: int) -> bytes | bytearray:
+    view = memoryview(data).cast("B")
+    if bytes(view[:8]) == _XERIAL_MAGIC:
+        return _xerial_decompress(view, max_size)
+    if bytes(view[:10]) == _SNAPPY_FRAMED_MAGIC:
+        # Official framing format (not written by Kafka clients, accepted for leniency).
+        return _bounded_decompress(
+            "SNAPPY", cramjam.snappy.decompress_into, view, None, max_size, _SNAPPY_MAX_RATIO
+        )
+    declared = _snappy_raw_len(view, max_size)
+    out = bytearray(declared)
+    try:
+        cramjam.snappy.decompress_raw_into(view, out)
+    except cramjam.DecompressionError as exc:
+        raise CorruptRecordError(f"SNAPPY decompression failed: {exc}") from None
+    return out
+
+
+def _xerial_decompress(view: memoryview, max_size: int) -> bytearray:
+    """Two passes: validate every block header and sum the sizes, then allocate once."""
+    if len(view) < 16:
+        raise CorruptRecordError("SNAPPY xerial header truncated")
+    blocks: list[tuple[memoryview, int]] = []
+    total = 0
+    pos = 16
+    end = len(view)
+    while pos < end:
+        if end - pos < 4:
+            raise CorruptRecordError(f"SNAPPY xerial block length truncated at byte {pos}")
+        (length,) = _U32BE.unpack_from(view, pos)
+        pos += 4
+        if length > end - pos:
+            raise CorruptRecordError(
+                f"SNAPPY xerial block at byte {pos - 4} claims {length} bytes, {end - pos} remain"
+            )
+        block = view[pos : pos + length]
+        pos += length
+        declared = _snappy_raw_len(block, max_size)
+        total += declared
+        if total > max_size:
+            raise CorruptRecordError(f"SNAPPY decompressed size exceeds cap of {max_size} bytes")
+        blocks.append((block, declared))
+    out = bytearray(total)
+    target = memoryview(out)
+    offset = 0
+    try:
+        for block, declared in blocks:
+            cramjam.snappy.decompress_raw_into(block, target[offset : offset + declared])
+            offset += declared
+    except cramjam.DecompressionError as exc:
+        raise CorruptRecordError(f"SNAPPY decompression failed: {exc}") from None
+    finally:
+        target.release()
+    return out
