@@ -1,0 +1,1 @@
+"""Test support: the pytest plugin and helpers for testing against Kafka."""
