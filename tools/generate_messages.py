@@ -37,7 +37,20 @@ MIN_VERSION_OVERRIDES = {"RequestHeader": 0}
 # Fields whose values are credentials: kept out of reprs and logs.
 SECRET_FIELDS = {"AuthBytes", "SaltedPassword", "Salt", "Hmac", "TokenHmac"}
 
-PRIMITIVES = {"int8", "int16", "int32", "int64", "uint16", "uint32", "float64", "bool", "uuid", "string", "bytes", "records"}
+PRIMITIVES = {
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint16",
+    "uint32",
+    "float64",
+    "bool",
+    "uuid",
+    "string",
+    "bytes",
+    "records",
+}
 INT_TYPES = {"int8", "int16", "int32", "int64", "uint16", "uint32"}
 
 
@@ -85,7 +98,7 @@ class Field:
     tagged: tuple[int, int] | None
     ignorable: bool
     default: object
-    flexible_override: tuple[int, int] | None | bool  # False = no override
+    flexible_override: tuple[int, int] | bool | None  # False = no override
     struct: str | None = None  # struct class name for struct and []struct types
 
     @property
@@ -290,7 +303,9 @@ class Generator:
             return lines
         return self.enc_scalar(f, e, expr, w, flex, nullable, ind)
 
-    def enc_scalar(self, f: Field, e: str, expr: str, w: str, flex: str, nullable: str, ind: str) -> list[str]:
+    def enc_scalar(
+        self, f: Field, e: str, expr: str, w: str, flex: str, nullable: str, ind: str
+    ) -> list[str]:
         if e in INT_TYPES or e in ("float64", "bool", "uuid"):
             return [f"{ind}{w}.{e}({expr})"]
         if e in ("string", "bytes"):
@@ -351,7 +366,9 @@ class Generator:
             elif e == "int64":
                 lines.append(f"{inner}{target} = {r}.int64_array(_n)")
             else:
-                lines.append(f"{inner}{target} = [{self.dec_scalar_expr(e, r, flex, 'False')} for _ in range(_n)]")
+                lines.append(
+                    f"{inner}{target} = [{self.dec_scalar_expr(e, r, flex, 'False')} for _ in range(_n)]"
+                )
             return lines
         if e not in PRIMITIVES and nullable != "False":
             cond = "" if nullable == "True" else f"{nullable} and "
@@ -444,7 +461,9 @@ class Generator:
                 if not f.ignorable:
                     present = self.cond(f.tagged)
                     if present != "True":
-                        L.append(f"{b}if not ({present}) and not ({self.is_default_expr(f, 'self.' + f.attr)}):")
+                        L.append(
+                            f"{b}if not ({present}) and not ({self.is_default_expr(f, 'self.' + f.attr)}):"
+                        )
                         L.append(f"{b}    raise self._gate_error({f.attr!r}, v)")
                 continue
             c = self.cond(f.versions)
@@ -466,7 +485,9 @@ class Generator:
             if fl != "True":
                 L.append(f"{b}if {fl}:")
             if tagged:
-                L.append(f"{tb}_tags: dict[int, bytes] = dict(self.unknown_tags) if self.unknown_tags else {{}}")
+                L.append(
+                    f"{tb}_tags: dict[int, bytes] = dict(self.unknown_tags) if self.unknown_tags else {{}}"
+                )
                 for f in tagged:
                     c = self.cond(f.tagged)
                     isdef = self.is_default_expr(f, "self." + f.attr)
@@ -494,9 +515,7 @@ class Generator:
         for f in sd.fields:
             ann = f"{f.attr}: {self.pytype(f)}"
             d, factory = self.default_expr(f)
-            default_value = d if not factory else (
-                "[]" if f.is_array else f"{self.qual(f.elem)}()"
-            )
+            default_value = d if not factory else ("[]" if f.is_array else f"{self.qual(f.elem)}()")
             if f.tag is not None:
                 L.append(f"{b}{ann} = {default_value}")
                 continue
@@ -508,7 +527,7 @@ class Generator:
             elif c == "True":
                 first, *rest = self.dec_value(f, "r", ffl, nl, f.attr, b)
                 if not rest and first.startswith(f"{b}{f.attr} = "):
-                    L.append(f"{b}{ann} = {first[len(b) + len(f.attr) + 3:]}")
+                    L.append(f"{b}{ann} = {first[len(b) + len(f.attr) + 3 :]}")
                 else:
                     L.append(f"{b}{ann}")
                     L.append(first)
@@ -598,12 +617,12 @@ def main() -> None:
         init.append(f"from .{mod} import {cls}")
     init.append("")
     init.append("REQUESTS: dict[int, type[Request]] = {")
-    for _, cls, kind, key in sorted(entries, key=lambda e: (e[3] if e[3] is not None else -1)):
+    for _, cls, kind, key in sorted(entries, key=lambda e: e[3] if e[3] is not None else -1):
         if kind == "request":
             init.append(f"    {key}: {cls},")
     init.append("}")
     init.append("RESPONSES: dict[int, type[Response]] = {")
-    for _, cls, kind, key in sorted(entries, key=lambda e: (e[3] if e[3] is not None else -1)):
+    for _, cls, kind, key in sorted(entries, key=lambda e: e[3] if e[3] is not None else -1):
         if kind == "response":
             init.append(f"    {key}: {cls},")
     init.append("}")

@@ -14,9 +14,7 @@ from aiokafka_lite.errors import CorruptFrameError, KafkaError, VersionError
 from aiokafka_lite.wire import messages as m
 from aiokafka_lite.wire.message import FieldSpec, Message, Struct
 
-ALL: list[type[Message]] = [
-    getattr(m, name) for name in m.__all__ if name not in ("REQUESTS", "RESPONSES")
-]
+ALL: list[type[Message]] = [getattr(m, name) for name in m.__all__ if name not in ("REQUESTS", "RESPONSES")]
 CASES = [(cls, v) for cls in ALL for v in range(cls.MIN_VERSION, cls.MAX_VERSION + 1)]
 
 INT_RANGES = {
@@ -90,7 +88,9 @@ def test_round_trip_every_version(cls: type[Message], version: int, data: st.Dat
 @pytest.mark.parametrize(("cls", "version"), CASES[::3], ids=[f"{c.NAME}-v{v}" for c, v in CASES[::3]])
 @settings(max_examples=8, deadline=None)
 @given(data=st.data())
-def test_truncations_and_garbage_raise_typed_errors(cls: type[Message], version: int, data: st.DataObject) -> None:
+def test_truncations_and_garbage_raise_typed_errors(
+    cls: type[Message], version: int, data: st.DataObject
+) -> None:
     msg = data.draw(struct_strategy(cls, version, cls.is_flexible(version)))
     encoded = msg.encode(version)
     for cut in range(len(encoded)):
@@ -146,11 +146,15 @@ def test_hand_checked_request_header_and_api_versions_v3() -> None:
 
 
 def test_hand_checked_non_flexible_metadata_v4() -> None:
-    req = m.MetadataRequest(topics=[m.MetadataRequest.MetadataRequestTopic(name="t")], allow_auto_topic_creation=True)
+    req = m.MetadataRequest(
+        topics=[m.MetadataRequest.MetadataRequestTopic(name="t")], allow_auto_topic_creation=True
+    )
     # v4: array(int32) of {string name}, then bool.
     assert req.encode(4) == b"\x00\x00\x00\x01" + b"\x00\x01t" + b"\x01"
     assert m.MetadataRequest(topics=None).encode(4) == b"\xff\xff\xff\xff\x01"  # schema default: true
-    assert m.MetadataRequest(topics=None, allow_auto_topic_creation=False).encode(4) == b"\xff\xff\xff\xff\x00"
+    assert (
+        m.MetadataRequest(topics=None, allow_auto_topic_creation=False).encode(4) == b"\xff\xff\xff\xff\x00"
+    )
 
 
 def test_hand_checked_tagged_field() -> None:
@@ -221,7 +225,9 @@ def test_claimed_lengths_do_not_allocate() -> None:
 
 def test_records_are_zero_copy_views() -> None:
     part = m.ProduceRequest.PartitionProduceData(index=0, records=b"abc" * 10)
-    req = m.ProduceRequest(acks=1, timeout_ms=5, topic_data=[m.ProduceRequest.TopicProduceData(name="t", partition_data=[part])])
+    req = m.ProduceRequest(
+        acks=1, timeout_ms=5, topic_data=[m.ProduceRequest.TopicProduceData(name="t", partition_data=[part])]
+    )
     data = req.encode(9)
     back = m.ProduceRequest.decode(data, 9)
     records = back.topic_data[0].partition_data[0].records

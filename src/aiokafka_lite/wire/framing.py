@@ -79,7 +79,9 @@ def encode_request(
 
 def encode_response(response: Response, version: int, correlation_id: int) -> bytes:
     w = Writer(bytearray(4))
-    ResponseHeader(correlation_id=correlation_id).encode_into(w, response_header_version(response.API_KEY, version))
+    ResponseHeader(correlation_id=correlation_id).encode_into(
+        w, response_header_version(response.API_KEY, version)
+    )
     response.encode_into(w, version)
     buf = w.buf
     _SIZE.pack_into(buf, 0, len(buf) - 4)
@@ -128,7 +130,9 @@ def decode_request(frame: bytes | bytearray | memoryview) -> RequestFrame:
     return RequestFrame(header, body)
 
 
-def decode_response_header(frame: bytes | bytearray | memoryview, api_key: int, api_version: int) -> tuple[int, Reader]:
+def decode_response_header(
+    frame: bytes | bytearray | memoryview, api_key: int, api_version: int
+) -> tuple[int, Reader]:
     """(correlation id, reader positioned at the body) of a response frame."""
     r = Reader(frame)
     header = ResponseHeader.decode_from(r, response_header_version(api_key, api_version), strict=False)
@@ -142,7 +146,9 @@ def peek_correlation_id(frame: bytes | bytearray | memoryview) -> int:
     return corr
 
 
-def decode_response(frame: bytes | bytearray | memoryview, api_key: int, api_version: int) -> tuple[int, Response]:
+def decode_response(
+    frame: bytes | bytearray | memoryview, api_key: int, api_version: int
+) -> tuple[int, Response]:
     cls = RESPONSES.get(api_key)
     if cls is None:
         raise CorruptFrameError(f"no response type for api key {api_key}")

@@ -39,7 +39,9 @@ class Struct:
 
     @classmethod
     def _gate_error(cls, field: str, v: int) -> VersionError:
-        return VersionError(f"{cls.__qualname__}.{field} has a non-default value that version {v} cannot carry")
+        return VersionError(
+            f"{cls.__qualname__}.{field} has a non-default value that version {v} cannot carry"
+        )
 
 
 class Message(Struct):
@@ -55,7 +57,9 @@ class Message(Struct):
     @classmethod
     def check_version(cls, version: int) -> None:
         if not cls.MIN_VERSION <= version <= cls.MAX_VERSION:
-            raise VersionError(f"{cls.NAME} has no version {version} (valid {cls.MIN_VERSION}-{cls.MAX_VERSION})")
+            raise VersionError(
+                f"{cls.NAME} has no version {version} (valid {cls.MIN_VERSION}-{cls.MAX_VERSION})"
+            )
 
     @classmethod
     def is_flexible(cls, version: int) -> bool:

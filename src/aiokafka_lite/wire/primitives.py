@@ -13,9 +13,9 @@ The generated message classes call these methods field by field. Design points:
 from __future__ import annotations
 
 import struct
-from uuid import UUID
 from collections.abc import Iterator, Sequence
 from typing import Final
+from uuid import UUID
 
 from aiokafka_lite.errors import CorruptFrameError, VersionError
 
@@ -52,7 +52,9 @@ class Reader:
     def _take(self, n: int) -> memoryview:
         pos = self.pos
         if n < 0 or n > self.end - pos:
-            raise CorruptFrameError(f"length {n} exceeds the {self.end - pos} bytes remaining at offset {pos}")
+            raise CorruptFrameError(
+                f"length {n} exceeds the {self.end - pos} bytes remaining at offset {pos}"
+            )
         self.pos = pos + n
         return self.buf[pos : pos + n]
 
@@ -224,7 +226,9 @@ class Reader:
         # Every element occupies at least one byte, except structs with no fields in
         # this version; bounding by the bytes left stops claimed-length allocations.
         if n > self.end - self.pos:
-            raise CorruptFrameError(f"array of {n} elements exceeds the {self.end - self.pos} bytes remaining")
+            raise CorruptFrameError(
+                f"array of {n} elements exceeds the {self.end - self.pos} bytes remaining"
+            )
         return n
 
     def array_len(self) -> int:

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Sets up everything the test suite needs on a fresh machine, then runs lint, types and tests.
+# Usage: bash scripts/test.sh [pytest args...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+VENV="${VENV:-.venv}"
+if [ ! -x "$VENV/bin/python" ]; then
+    python3 -m venv "$VENV"
+fi
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check -e '.[test]'
+
+# kcat is one of the independent clients the interop tests use (Debian package).
+if ! command -v kcat >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        (apt-get update -qq && apt-get install -y -qq kcat) >/dev/null
+    else
+        echo "kcat is missing: install it (apt-get install kcat) to run the kcat interop tests" >&2
+    fi
+fi
+
+echo "== ruff"
+"$VENV/bin/python" -m ruff check src tests tools bench examples
+echo "== mypy --strict src/"
+"$VENV/bin/python" -m mypy
+echo "== pytest"
+"$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@"
