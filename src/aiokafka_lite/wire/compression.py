@@ -29,6 +29,7 @@ __all__ = [
     "compress",
     "decompress",
     "decompress_to_buffer",
+    "validate_level",
 ]
 
 Buffer = bytes | bytearray | memoryview
@@ -89,7 +90,8 @@ def codec_from_attributes(attributes: int) -> Compression:
         raise UnsupportedCodecError(f"unknown compression codec id {code}") from None
 
 
-def _check_level(codec: Compression, level: int | None) -> int | None:
+def validate_level(codec: Compression, level: int | None) -> int | None:
+    """Check ``level`` for ``codec`` (``ConfigError`` if invalid); return the effective level."""
     spec = _LEVELS.get(codec)
     if spec is None:
         if level is not None:
@@ -110,7 +112,7 @@ def compress(codec: Compression, data: Buffer, level: int | None = None) -> byte
     the codec default (gzip 6, lz4 fast mode, zstd 3).
     """
     codec = Compression(codec)
-    lvl = _check_level(codec, level)
+    lvl = validate_level(codec, level)
     try:
         if codec is Compression.NONE:
             return bytes(data)

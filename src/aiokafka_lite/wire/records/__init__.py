@@ -1,0 +1,52 @@
+"""Kafka record batches: v2 encode/decode, legacy (magic 0/1) decode, control records.
+
+Pure functions over bytes. Hot per-record loops run in the optional ``_crecords`` C
+extension when it is built (``AIOKAFKA_LITE_NO_EXTENSIONS=1`` forces the pure-Python
+fallback, which behaves identically).
+"""
+
+from __future__ import annotations
+
+from ..compression import DEFAULT_MAX_DECOMPRESSED_SIZE, Compression
+from ._backend import c_ext
+from ._control import build_control_batch, control_record_key, parse_control_record
+from ._frames import (
+    AnyBatch,
+    decode_batches,
+    read_batch_headers,
+    scan_batches,
+    set_base_offset,
+    set_log_append_time,
+    set_partition_leader_epoch,
+)
+from ._legacy import LegacyRecordBatch
+from ._model import Buffer, ControlRecordType, Header, Record, TimestampType
+from ._v2 import BatchBuilder, RecordBatch, encode_batch
+
+#: True when the C accelerator is in use.
+HAS_C_EXTENSION: bool = c_ext is not None
+
+__all__ = [
+    "DEFAULT_MAX_DECOMPRESSED_SIZE",
+    "HAS_C_EXTENSION",
+    "AnyBatch",
+    "BatchBuilder",
+    "Buffer",
+    "Compression",
+    "ControlRecordType",
+    "Header",
+    "LegacyRecordBatch",
+    "Record",
+    "RecordBatch",
+    "TimestampType",
+    "build_control_batch",
+    "control_record_key",
+    "decode_batches",
+    "encode_batch",
+    "parse_control_record",
+    "read_batch_headers",
+    "scan_batches",
+    "set_base_offset",
+    "set_log_append_time",
+    "set_partition_leader_epoch",
+]

@@ -1,0 +1,26 @@
+"""Pick the record hot-loop backend: the ``_crecords`` C extension when it was built,
+else the pure-Python twin. ``AIOKAFKA_LITE_NO_EXTENSIONS=1`` forces pure Python."""
+
+from __future__ import annotations
+
+import os
+from types import ModuleType
+
+from aiokafka_lite.errors import CorruptRecordError
+
+from ._model import Record
+
+
+def _load_c() -> ModuleType | None:
+    if os.environ.get("AIOKAFKA_LITE_NO_EXTENSIONS", "") not in ("", "0"):
+        return None
+    try:
+        from . import _crecords
+    except ImportError:
+        return None
+    _crecords.setup(Record, CorruptRecordError)
+    return _crecords
+
+
+#: The loaded C extension module, or ``None`` when running pure Python.
+c_ext: ModuleType | None = _load_c()

@@ -1,0 +1,868 @@
+/*
+ * Optional C accelerator for aiokafka_lite.wire.records: the per-record hot loops of
+ * RecordBatch v2 (record decoding into Record objects, record encoding into a growable
+ * buffer). Everything else (batch headers, CRC, compression) stays in Python, where it
+ * runs once per batch. The pure-Python twin is _pyimpl.py; both must behave the same,
+ * including error types and messages.
+ *
+ * Record objects are instances of the Python slots dataclass ``Record``; we allocate
+ * them with tp_alloc and store straight into the slot offsets taken from the class's
+ * member descriptors (checked at setup), which skips the Python-level __init__.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <stdint.h>
+#include <string.h>
+
+#define V2_HEADER_SIZE 61
+#define MIN_RECORD_SIZE 7
+
+static PyObject *CorruptRecordError = NULL;
+static PyTypeObject *RecordType = NULL;
+static Py_ssize_t off_offset, off_timestamp, off_key, off_value, off_headers;
+
+/* ------------------------------------------------------------------ varints */
+
+enum { VI_OK = 0, VI_TRUNCATED = -1, VI_TOO_LONG = -2, VI_OVERFLOW = -3 };
+
+/* Zig-zag varint of at most 5 bytes whose raw value must fit 32 bits. */
+static inline int
+read_varint32(const uint8_t **pp, const uint8_t *end, int64_t *out)
+{
+    const uint8_t *p = *pp;
+    uint64_t raw = 0;
+    int i;
+    for (i = 0; i < 5; i++) {
+        if (p >= end)
+            return VI_TRUNCATED;
+        uint8_t b = *p++;
+        raw |= (uint64_t)(b & 0x7F) << (7 * i);
+        if (b < 0x80) {
+            if (raw >> 32)
+                return VI_OVERFLOW;
+            uint32_t r = (uint32_t)raw;
+            *out = (int64_t)(int32_t)((r >> 1) ^ (uint32_t)(-(int32_t)(r & 1)));
+            *pp = p;
+            return VI_OK;
+        }
+    }
+    return VI_TOO_LONG;
+}
+
+/* Zig-zag varint of at most 10 bytes whose raw value must fit 64 bits. */
+static inline int
+read_varint64(const uint8_t **pp, const uint8_t *end, int64_t *out)
+{
+    const uint8_t *p = *pp;
+    uint64_t raw = 0;
+    int i;
+    for (i = 0; i < 10; i++) {
+        if (p >= end)
+            return VI_TRUNCATED;
+        uint8_t b = *p++;
+        if (i == 9 && (b & 0x7F) > 1 && b < 0x80)
+            return VI_OVERFLOW;
+        raw |= (uint64_t)(b & 0x7F) << (7 * i);
+        if (b < 0x80) {
+            *out = (int64_t)((raw >> 1) ^ (uint64_t)(-(int64_t)(raw & 1)));
+            *pp = p;
+            return VI_OK;
+        }
+    }
+    return VI_TOO_LONG;
+}
+
+static void
+varint_error(Py_ssize_t index, int rc, int is64)
+{
+    const char *what;
+    if (rc == VI_TRUNCATED)
+        what = "truncated varint";
+    else if (rc == VI_OVERFLOW)
+        what = is64 ? "varint overflows int64" : "varint overflows int32";
+    else
+        what = is64 ? "varint longer than 10 bytes" : "varint longer than 5 bytes";
+    PyErr_Format(CorruptRecordError, "record %zd: %s", index, what);
+}
+
+static inline uint8_t *
+write_varint(uint8_t *p, int64_t value)
+{
+    uint64_t v = ((uint64_t)value << 1) ^ (uint64_t)(value >> 63);
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    return p;
+}
+
+static inline int
+varint_size(int64_t value)
+{
+    uint64_t v = ((uint64_t)value << 1) ^ (uint64_t)(value >> 63);
+    int n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+/* ------------------------------------------------------------------ setup */
+
+static int
+slot_offset(PyTypeObject *type, const char *name, Py_ssize_t *out)
+{
+    PyObject *descr = PyDict_GetItemString(type->tp_dict, name); /* borrowed */
+    if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+        PyErr_Format(PyExc_TypeError, "Record.%s is not a slot", name);
+        return -1;
+    }
+    PyMemberDef *m = ((PyMemberDescrObject *)descr)->d_member;
+    if (m->type != T_OBJECT_EX || m->offset <= 0 ||
+        m->offset + (Py_ssize_t)sizeof(PyObject *) > type->tp_basicsize) {
+        PyErr_Format(PyExc_TypeError, "Record.%s has an unexpected slot layout", name);
+        return -1;
+    }
+    *out = m->offset;
+    return 0;
+}
+
+static PyObject *
+setup(PyObject *self, PyObject *args)
+{
+    PyObject *record_type, *error;
+    if (!PyArg_ParseTuple(args, "O!O:setup", &PyType_Type, &record_type, &error))
+        return NULL;
+    PyTypeObject *t = (PyTypeObject *)record_type;
+    if (t->tp_itemsize != 0 || t->tp_dictoffset != 0) {
+        PyErr_SetString(PyExc_TypeError, "Record must be a __slots__ class without __dict__");
+        return NULL;
+    }
+    if (slot_offset(t, "offset", &off_offset) < 0 || slot_offset(t, "timestamp", &off_timestamp) < 0 ||
+        slot_offset(t, "key", &off_key) < 0 || slot_offset(t, "value", &off_value) < 0 ||
+        slot_offset(t, "headers", &off_headers) < 0)
+        return NULL;
+    Py_INCREF(record_type);
+    Py_XSETREF(RecordType, t);
+    Py_INCREF(error);
+    Py_XSETREF(CorruptRecordError, error);
+    Py_RETURN_NONE;
+}
+
+#define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
+
+/* ------------------------------------------------------------------ decode */
+
+static PyObject *
+decode_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (RecordType == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_crecords.setup() was not called");
+        return NULL;
+    }
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "decode_records() takes 7 arguments");
+        return NULL;
+    }
+    Py_ssize_t start = PyLong_AsSsize_t(args[1]);
+    Py_ssize_t stop = PyLong_AsSsize_t(args[2]);
+    long long count_ll = PyLong_AsLongLong(args[3]);
+    long long base_offset = PyLong_AsLongLong(args[4]);
+    long long base_ts = PyLong_AsLongLong(args[5]);
+    if (PyErr_Occurred())
+        return NULL;
+    int have_lat = args[6] != Py_None;
+    long long lat = 0;
+    if (have_lat) {
+        lat = PyLong_AsLongLong(args[6]);
+        if (lat == -1 && PyErr_Occurred())
+            return NULL;
+    }
+
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    PyObject *result = NULL, *lat_obj = NULL;
+    if (start < 0 || stop < start || stop > view.len) {
+        PyErr_SetString(PyExc_ValueError, "records region out of range");
+        goto done;
+    }
+    if (count_ll < 0) {
+        PyErr_Format(CorruptRecordError, "negative record count %lld", count_ll);
+        goto done;
+    }
+    if (count_ll > (stop - start) / MIN_RECORD_SIZE) {
+        PyErr_Format(CorruptRecordError, "record count %lld cannot fit in %zd bytes", count_ll,
+                     stop - start);
+        goto done;
+    }
+    Py_ssize_t count = (Py_ssize_t)count_ll;
+    if (have_lat && (lat_obj = PyLong_FromLongLong(lat)) == NULL)
+        goto done;
+
+    const uint8_t *p = (const uint8_t *)view.buf + start;
+    const uint8_t *end = (const uint8_t *)view.buf + stop;
+    result = PyList_New(count);
+    if (result == NULL)
+        goto done;
+
+    for (Py_ssize_t i = 0; i < count; i++) {
+        int64_t length, ts_delta, off_delta, klen, vlen, hcount;
+        int rc;
+        PyObject *key = NULL, *value = NULL, *headers = NULL, *o_off = NULL, *o_ts = NULL, *rec;
+
+        if (p >= end) {
+            PyErr_Format(CorruptRecordError, "record %zd: truncated record", i);
+            goto fail;
+        }
+        if (*p < 0x80) {
+            length = (int64_t)((*p >> 1) ^ -(*p & 1));
+            p++;
+        }
+        else if ((rc = read_varint32(&p, end, &length)) != VI_OK) {
+            varint_error(i, rc, 0);
+            goto fail;
+        }
+        if (length < MIN_RECORD_SIZE - 1 || length > end - p) {
+            PyErr_Format(CorruptRecordError,
+                         "record %zd: invalid record length %lld with %zd bytes remaining", i,
+                         (long long)length, (Py_ssize_t)(end - p));
+            goto fail;
+        }
+        const uint8_t *rec_end = p + length;
+        p++; /* attributes: unused */
+        if (*p < 0x80) {
+            ts_delta = (int64_t)((*p >> 1) ^ -(*p & 1));
+            p++;
+        }
+        else if ((rc = read_varint64(&p, end, &ts_delta)) != VI_OK) {
+            varint_error(i, rc, 1);
+            goto fail;
+        }
+        if (p >= rec_end) {
+            PyErr_Format(CorruptRecordError, "record %zd: truncated record", i);
+            goto fail;
+        }
+        if (*p < 0x80) {
+            off_delta = (int64_t)((*p >> 1) ^ -(*p & 1));
+            p++;
+        }
+        else if ((rc = read_varint32(&p, end, &off_delta)) != VI_OK) {
+            varint_error(i, rc, 0);
+            goto fail;
+        }
+        /* key */
+        if (p >= rec_end) {
+            PyErr_Format(CorruptRecordError, "record %zd: truncated record", i);
+            goto fail;
+        }
+        if (*p < 0x80) {
+            klen = (int64_t)((*p >> 1) ^ -(*p & 1));
+            p++;
+        }
+        else if ((rc = read_varint32(&p, end, &klen)) != VI_OK) {
+            varint_error(i, rc, 0);
+            goto fail;
+        }
+        if (klen < 0) {
+            if (klen != -1) {
+                PyErr_Format(CorruptRecordError, "record %zd: invalid key length %lld", i,
+                             (long long)klen);
+                goto fail;
+            }
+        }
+        else if (klen > rec_end - p) {
+            PyErr_Format(CorruptRecordError, "record %zd: key length %lld exceeds record", i,
+                         (long long)klen);
+            goto fail;
+        }
+        const uint8_t *kptr = p;
+        if (klen > 0)
+            p += klen;
+        /* value */
+        if (p >= rec_end) {
+            PyErr_Format(CorruptRecordError, "record %zd: truncated record", i);
+            goto fail;
+        }
+        if (*p < 0x80) {
+            vlen = (int64_t)((*p >> 1) ^ -(*p & 1));
+            p++;
+        }
+        else if ((rc = read_varint32(&p, end, &vlen)) != VI_OK) {
+            varint_error(i, rc, 0);
+            goto fail;
+        }
+        if (vlen < 0) {
+            if (vlen != -1) {
+                PyErr_Format(CorruptRecordError, "record %zd: invalid value length %lld", i,
+                             (long long)vlen);
+                goto fail;
+            }
+        }
+        else if (vlen > rec_end - p) {
+            PyErr_Format(CorruptRecordError, "record %zd: value length %lld exceeds record", i,
+                         (long long)vlen);
+            goto fail;
+        }
+        const uint8_t *vptr = p;
+        if (vlen > 0)
+            p += vlen;
+        /* headers */
+        if (p >= rec_end) {
+            PyErr_Format(CorruptRecordError, "record %zd: truncated record", i);
+            goto fail;
+        }
+        if (*p < 0x80) {
+            hcount = (int64_t)((*p >> 1) ^ -(*p & 1));
+            p++;
+        }
+        else if ((rc = read_varint32(&p, end, &hcount)) != VI_OK) {
+            varint_error(i, rc, 0);
+            goto fail;
+        }
+        if (hcount < 0 || hcount > (rec_end - p) / 2) {
+            PyErr_Format(CorruptRecordError, "record %zd: invalid header count %lld", i,
+                         (long long)hcount);
+            goto fail;
+        }
+        headers = PyList_New((Py_ssize_t)hcount);
+        if (headers == NULL)
+            goto fail;
+        for (Py_ssize_t h = 0; h < (Py_ssize_t)hcount; h++) {
+            int64_t hklen, hvlen;
+            if ((rc = read_varint32(&p, end, &hklen)) != VI_OK) {
+                varint_error(i, rc, 0);
+                goto fail;
+            }
+            if (hklen < 0 || hklen > rec_end - p) {
+                PyErr_Format(CorruptRecordError, "record %zd: invalid header key length %lld", i,
+                             (long long)hklen);
+                goto fail;
+            }
+            PyObject *hk = PyUnicode_DecodeUTF8((const char *)p, (Py_ssize_t)hklen, "surrogateescape");
+            if (hk == NULL)
+                goto fail;
+            p += hklen;
+            if ((rc = read_varint32(&p, end, &hvlen)) != VI_OK) {
+                Py_DECREF(hk);
+                varint_error(i, rc, 0);
+                goto fail;
+            }
+            PyObject *hv;
+            if (hvlen < 0) {
+                if (hvlen != -1) {
+                    Py_DECREF(hk);
+                    PyErr_Format(CorruptRecordError, "record %zd: invalid header value length %lld",
+                                 i, (long long)hvlen);
+                    goto fail;
+                }
+                hv = Py_NewRef(Py_None);
+            }
+            else {
+                if (hvlen > rec_end - p) {
+                    Py_DECREF(hk);
+                    PyErr_Format(CorruptRecordError,
+                                 "record %zd: header value length %lld exceeds record", i,
+                                 (long long)hvlen);
+                    goto fail;
+                }
+                hv = PyBytes_FromStringAndSize((const char *)p, (Py_ssize_t)hvlen);
+                if (hv == NULL) {
+                    Py_DECREF(hk);
+                    goto fail;
+                }
+                p += hvlen;
+            }
+            PyObject *pair = PyTuple_New(2);
+            if (pair == NULL) {
+                Py_DECREF(hk);
+                Py_DECREF(hv);
+                goto fail;
+            }
+            PyTuple_SET_ITEM(pair, 0, hk);
+            PyTuple_SET_ITEM(pair, 1, hv);
+            PyList_SET_ITEM(headers, h, pair);
+        }
+        if (p != rec_end) {
+            PyErr_Format(CorruptRecordError, "record %zd: record length mismatch (%+zd bytes)", i,
+                         (Py_ssize_t)(p - rec_end));
+            goto fail;
+        }
+        if (klen >= 0) {
+            if ((key = PyBytes_FromStringAndSize((const char *)kptr, (Py_ssize_t)klen)) == NULL)
+                goto fail;
+        }
+        else
+            key = Py_NewRef(Py_None);
+        if (vlen >= 0) {
+            if ((value = PyBytes_FromStringAndSize((const char *)vptr, (Py_ssize_t)vlen)) == NULL)
+                goto fail;
+        }
+        else
+            value = Py_NewRef(Py_None);
+        o_off = PyLong_FromLongLong((long long)((uint64_t)base_offset + (uint64_t)off_delta));
+        if (o_off == NULL)
+            goto fail;
+        if (have_lat)
+            o_ts = Py_NewRef(lat_obj);
+        else if ((o_ts = PyLong_FromLongLong((long long)((uint64_t)base_ts + (uint64_t)ts_delta))) == NULL)
+            goto fail;
+        rec = RecordType->tp_alloc(RecordType, 0);
+        if (rec == NULL)
+            goto fail;
+        SLOT(rec, off_offset) = o_off;
+        SLOT(rec, off_timestamp) = o_ts;
+        SLOT(rec, off_key) = key;
+        SLOT(rec, off_value) = value;
+        SLOT(rec, off_headers) = headers;
+        PyList_SET_ITEM(result, i, rec);
+        continue;
+    fail:
+        Py_XDECREF(key);
+        Py_XDECREF(value);
+        Py_XDECREF(headers);
+        Py_XDECREF(o_off);
+        Py_XDECREF(o_ts);
+        Py_CLEAR(result);
+        goto done;
+    }
+    if (p != end) {
+        PyErr_Format(CorruptRecordError, "%zd bytes left after %zd records", (Py_ssize_t)(end - p), count);
+        Py_CLEAR(result);
+    }
+done:
+    Py_XDECREF(lat_obj);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* ------------------------------------------------------------------ writer */
+
+typedef struct {
+    PyObject_HEAD
+    uint8_t *buf;
+    Py_ssize_t len;
+    Py_ssize_t cap;
+    Py_ssize_t count;
+    int64_t first_ts;
+    int64_t max_ts;
+    Py_ssize_t max_batch_size;
+} WriterObject;
+
+static int
+writer_reserve(WriterObject *self, Py_ssize_t extra)
+{
+    if (extra > PY_SSIZE_T_MAX - self->len) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t need = self->len + extra;
+    if (need <= self->cap)
+        return 0;
+    Py_ssize_t cap = self->cap ? self->cap : 1024;
+    while (cap < need) {
+        if (cap > PY_SSIZE_T_MAX / 2) {
+            cap = need;
+            break;
+        }
+        cap *= 2;
+    }
+    uint8_t *nb = PyMem_Realloc(self->buf, (size_t)cap);
+    if (nb == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    self->buf = nb;
+    self->cap = cap;
+    return 0;
+}
+
+static void
+writer_dealloc(WriterObject *self)
+{
+    PyMem_Free(self->buf);
+    self->buf = NULL;
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+writer_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    WriterObject *self = (WriterObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->first_ts = -1;
+    self->max_ts = -1;
+    return (PyObject *)self;
+}
+
+static PyObject *
+writer_core_init(WriterObject *self, PyObject *arg)
+{
+    Py_ssize_t max_size = PyLong_AsSsize_t(arg);
+    if (max_size == -1 && PyErr_Occurred())
+        return NULL;
+    self->max_batch_size = max_size;
+    self->len = 0;
+    self->count = 0;
+    self->first_ts = -1;
+    self->max_ts = -1;
+    Py_RETURN_NONE;
+}
+
+/* A field payload: either None (-1) or a contiguous buffer. bytes take a fast path. */
+typedef struct {
+    const char *ptr;
+    Py_ssize_t len; /* -1 for None */
+    Py_buffer view;
+    int has_view;
+    PyObject *owned; /* temporary object to release (e.g. encoded header key) */
+} Field;
+
+static int
+field_get(PyObject *obj, Field *f, const char *what)
+{
+    f->has_view = 0;
+    f->owned = NULL;
+    if (obj == Py_None) {
+        f->ptr = NULL;
+        f->len = -1;
+        return 0;
+    }
+    if (PyBytes_CheckExact(obj)) {
+        f->ptr = PyBytes_AS_STRING(obj);
+        f->len = PyBytes_GET_SIZE(obj);
+    }
+    else {
+        if (PyObject_GetBuffer(obj, &f->view, PyBUF_SIMPLE) < 0)
+            return -1;
+        f->has_view = 1;
+        f->ptr = f->view.buf;
+        f->len = f->view.len;
+    }
+    if (f->len > INT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "%s of %zd bytes is too large", what, f->len);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+field_get_key(PyObject *obj, Field *f)
+{
+    if (PyUnicode_Check(obj)) {
+        f->has_view = 0;
+        f->owned = NULL;
+        f->ptr = PyUnicode_AsUTF8AndSize(obj, &f->len);
+        if (f->ptr == NULL) {
+            /* Lone surrogates (e.g. from a surrogateescape-decoded key): encode them back. */
+            if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError))
+                return -1;
+            PyErr_Clear();
+            f->owned = PyUnicode_AsEncodedString(obj, "utf-8", "surrogateescape");
+            if (f->owned == NULL)
+                return -1;
+            f->ptr = PyBytes_AS_STRING(f->owned);
+            f->len = PyBytes_GET_SIZE(f->owned);
+        }
+        if (f->len > INT32_MAX) {
+            PyErr_Format(PyExc_ValueError, "header key of %zd bytes is too large", f->len);
+            return -1;
+        }
+        return 0;
+    }
+    if (obj == Py_None || !PyObject_CheckBuffer(obj)) {
+        PyErr_Format(PyExc_TypeError, "header key must be str or bytes, not %.100s", Py_TYPE(obj)->tp_name);
+        f->has_view = 0;
+        f->owned = NULL;
+        return -1;
+    }
+    return field_get(obj, f, "header key");
+}
+
+static void
+field_release(Field *f)
+{
+    if (f->has_view) {
+        PyBuffer_Release(&f->view);
+        f->has_view = 0;
+    }
+    Py_CLEAR(f->owned);
+}
+
+static inline void
+put_field(WriterObject *self, Py_ssize_t *pos, const Field *f)
+{
+    uint8_t *p = write_varint(self->buf + *pos, (int64_t)f->len);
+    if (f->len > 0) {
+        memcpy(p, f->ptr, (size_t)f->len);
+        p += f->len;
+    }
+    *pos = p - self->buf;
+}
+
+static const char *const append_kwlist[] = {"timestamp", "key", "value", "headers", NULL};
+
+static PyObject *
+writer_append(WriterObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *argv[4] = {NULL, NULL, NULL, NULL};
+    if (nargs > 4) {
+        PyErr_SetString(PyExc_TypeError, "append() takes at most 4 arguments");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        argv[i] = args[i];
+    if (kwnames != NULL) {
+        Py_ssize_t nk = PyTuple_GET_SIZE(kwnames);
+        for (Py_ssize_t k = 0; k < nk; k++) {
+            PyObject *name = PyTuple_GET_ITEM(kwnames, k);
+            int j;
+            for (j = 0; j < 4; j++)
+                if (PyUnicode_CompareWithASCIIString(name, append_kwlist[j]) == 0)
+                    break;
+            if (j == 4 || argv[j] != NULL) {
+                PyErr_Format(PyExc_TypeError, "append() got an unexpected or repeated argument '%U'", name);
+                return NULL;
+            }
+            argv[j] = args[nargs + k];
+        }
+    }
+    if (argv[0] == NULL || argv[1] == NULL || argv[2] == NULL) {
+        PyErr_SetString(PyExc_TypeError, "append() requires timestamp, key and value");
+        return NULL;
+    }
+    long long ts = PyLong_AsLongLong(argv[0]);
+    if (ts == -1 && PyErr_Occurred()) {
+        if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_OverflowError, "timestamp %R does not fit in int64", argv[0]);
+        }
+        return NULL;
+    }
+    int64_t first = self->count == 0 ? (int64_t)ts : self->first_ts;
+    int64_t delta;
+    if (__builtin_sub_overflow((int64_t)ts, first, &delta)) {
+        PyErr_Format(PyExc_OverflowError, "timestamp delta %lld - %lld does not fit in int64", ts,
+                     (long long)first);
+        return NULL;
+    }
+    if (self->count >= INT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "too many records in one batch");
+        return NULL;
+    }
+
+    Field key = {NULL, -1, {0}, 0, NULL}, value = {NULL, -1, {0}, 0, NULL};
+    Field hstack[8];
+    Field *hf = hstack;
+    Py_ssize_t nh = 0, got = 0;
+    PyObject *hseq = NULL;
+    PyObject *result = NULL;
+
+    if (field_get(argv[1], &key, "key") < 0)
+        goto done;
+    if (field_get(argv[2], &value, "value") < 0)
+        goto done;
+
+    if (argv[3] != NULL) {
+        hseq = PySequence_Fast(argv[3], "headers must be iterable");
+        if (hseq == NULL)
+            goto done;
+        nh = PySequence_Fast_GET_SIZE(hseq);
+        if (nh > 4) { /* hstack holds 4 (key, value) pairs */
+            hf = PyMem_New(Field, (size_t)nh * 2);
+            if (hf == NULL) {
+                PyErr_NoMemory();
+                goto done;
+            }
+        }
+    }
+    /* Body size: attributes + ts delta + offset delta + key + value + headers. */
+    Py_ssize_t body = 1 + varint_size(delta) + varint_size((int64_t)self->count);
+    body += key.len < 0 ? 1 : varint_size(key.len) + key.len;
+    body += value.len < 0 ? 1 : varint_size(value.len) + value.len;
+    body += varint_size(nh);
+    for (Py_ssize_t h = 0; h < nh; h++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(hseq, h);
+        PyObject *hk, *hv;
+        if (PyTuple_CheckExact(item) && PyTuple_GET_SIZE(item) == 2) {
+            hk = PyTuple_GET_ITEM(item, 0);
+            hv = PyTuple_GET_ITEM(item, 1);
+            Py_INCREF(hk);
+            Py_INCREF(hv);
+        }
+        else {
+            PyObject *pair = PySequence_Fast(item, "header must be a (key, value) pair");
+            if (pair == NULL)
+                goto done;
+            if (PySequence_Fast_GET_SIZE(pair) != 2) {
+                Py_DECREF(pair);
+                PyErr_SetString(PyExc_ValueError, "header must be a (key, value) pair");
+                goto done;
+            }
+            hk = Py_NewRef(PySequence_Fast_GET_ITEM(pair, 0));
+            hv = Py_NewRef(PySequence_Fast_GET_ITEM(pair, 1));
+            Py_DECREF(pair);
+        }
+        int rc = field_get_key(hk, &hf[2 * h]);
+        Py_DECREF(hk);
+        if (rc < 0) {
+            field_release(&hf[2 * h]);
+            Py_DECREF(hv);
+            goto done;
+        }
+        rc = field_get(hv, &hf[2 * h + 1], "header value");
+        Py_DECREF(hv);
+        if (rc < 0) {
+            field_release(&hf[2 * h]);
+            field_release(&hf[2 * h + 1]);
+            goto done;
+        }
+        got = h + 1;
+        body += varint_size(hf[2 * h].len) + hf[2 * h].len;
+        body += hf[2 * h + 1].len < 0 ? 1 : varint_size(hf[2 * h + 1].len) + hf[2 * h + 1].len;
+    }
+    if (body > INT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "record of %zd bytes is too large", body);
+        goto done;
+    }
+    Py_ssize_t total = varint_size(body) + body;
+    if (self->count > 0 && V2_HEADER_SIZE + self->len + total > self->max_batch_size) {
+        result = Py_NewRef(Py_False);
+        goto done;
+    }
+    if (writer_reserve(self, total) < 0)
+        goto done;
+    Py_ssize_t pos = self->len;
+    uint8_t *p = write_varint(self->buf + pos, body);
+    *p++ = 0; /* attributes */
+    p = write_varint(p, delta);
+    p = write_varint(p, (int64_t)self->count);
+    pos = p - self->buf;
+    put_field(self, &pos, &key);
+    put_field(self, &pos, &value);
+    p = write_varint(self->buf + pos, nh);
+    pos = p - self->buf;
+    for (Py_ssize_t h = 0; h < nh; h++) {
+        put_field(self, &pos, &hf[2 * h]);
+        put_field(self, &pos, &hf[2 * h + 1]);
+    }
+    self->len = pos;
+    if (self->count == 0) {
+        self->first_ts = ts;
+        self->max_ts = ts;
+    }
+    else if (ts > self->max_ts)
+        self->max_ts = ts;
+    self->count++;
+    result = Py_NewRef(Py_True);
+done:
+    for (Py_ssize_t h = 0; h < got; h++) {
+        field_release(&hf[2 * h]);
+        field_release(&hf[2 * h + 1]);
+    }
+    if (hf != hstack)
+        PyMem_Free(hf);
+    Py_XDECREF(hseq);
+    field_release(&key);
+    field_release(&value);
+    return result;
+}
+
+static PyObject *
+writer_records_bytes(WriterObject *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyBytes_FromStringAndSize((const char *)self->buf, self->len);
+}
+
+static PyObject *
+writer_get_count(WriterObject *self, void *c)
+{
+    return PyLong_FromSsize_t(self->count);
+}
+
+static PyObject *
+writer_get_first_ts(WriterObject *self, void *c)
+{
+    return PyLong_FromLongLong(self->first_ts);
+}
+
+static PyObject *
+writer_get_max_ts(WriterObject *self, void *c)
+{
+    return PyLong_FromLongLong(self->max_ts);
+}
+
+static PyObject *
+writer_get_size(WriterObject *self, void *c)
+{
+    return PyLong_FromSsize_t(self->len);
+}
+
+static PyObject *
+writer_get_max_batch_size(WriterObject *self, void *c)
+{
+    return PyLong_FromSsize_t(self->max_batch_size);
+}
+
+static PyMethodDef writer_methods[] = {
+    {"_core_init", (PyCFunction)writer_core_init, METH_O, "Reset the writer with a batch size limit."},
+    {"append", (PyCFunction)(void (*)(void))writer_append, METH_FASTCALL | METH_KEYWORDS,
+     "append(timestamp, key, value, headers=()) -> bool"},
+    {"records_bytes", (PyCFunction)writer_records_bytes, METH_NOARGS, "The encoded records region."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef writer_getset[] = {
+    {"record_count", (getter)writer_get_count, NULL, "Number of records appended so far.", NULL},
+    {"first_timestamp", (getter)writer_get_first_ts, NULL, "Timestamp of the first record.", NULL},
+    {"max_timestamp", (getter)writer_get_max_ts, NULL, "Largest record timestamp.", NULL},
+    {"records_size", (getter)writer_get_size, NULL, "Encoded size of the records region.", NULL},
+    {"max_batch_size", (getter)writer_get_max_batch_size, NULL, "Size limit used by append().", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject WriterType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "aiokafka_lite.wire.records._crecords.RecordsWriter",
+    .tp_basicsize = sizeof(WriterObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "Incremental encoder of a v2 batch's records region.",
+    .tp_new = writer_new,
+    .tp_dealloc = (destructor)writer_dealloc,
+    .tp_methods = writer_methods,
+    .tp_getset = writer_getset,
+};
+
+/* ------------------------------------------------------------------ module */
+
+static PyMethodDef module_methods[] = {
+    {"setup", setup, METH_VARARGS, "setup(Record, CorruptRecordError)"},
+    {"decode_records", (PyCFunction)(void (*)(void))decode_records, METH_FASTCALL,
+     "decode_records(data, start, end, count, base_offset, base_timestamp, log_append_time)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef crecords_module = {
+    PyModuleDef_HEAD_INIT, "_crecords", "C accelerator for aiokafka_lite.wire.records.", -1,
+    module_methods,
+};
+
+PyMODINIT_FUNC
+PyInit__crecords(void)
+{
+    if (PyType_Ready(&WriterType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&crecords_module);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&WriterType);
+    if (PyModule_AddObject(m, "RecordsWriter", (PyObject *)&WriterType) < 0) {
+        Py_DECREF(&WriterType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
