@@ -115,6 +115,10 @@ class SubscriptionState:
         self.subscription_version = 0
         # Bumped whenever the assignment changes.
         self.assignment_version = 0
+        # The user's rebalance listener (``subscribe(..., listener=...)``); the group
+        # coordinator invokes it, the consumer never does. Any object with optional
+        # ``on_partitions_revoked/assigned/lost(tps)`` (sync or async) methods.
+        self.rebalance_listener: object | None = None
         self._partitions: dict[TopicPartition, PartitionState] = {}
         self._listeners: list[SubscriptionListener] = []
 
@@ -145,10 +149,12 @@ class SubscriptionState:
         topics: Iterable[str] | None = None,
         pattern: str | re.Pattern[str] | None = None,
         exclude: str | re.Pattern[str] | None = None,
+        listener: object | None = None,
     ) -> None:
         """Subscribe to explicit topics or to a pattern (not both); replaces a previous subscription.
 
         ``exclude`` (pattern subscriptions only) removes matching topics, for blacklists.
+        ``listener`` is the rebalance listener the group coordinator will call.
         Raises ``IllegalStateError`` if partitions were assigned manually (``unsubscribe`` first).
         """
         if self.subscription_type is SubscriptionType.MANUAL:
@@ -168,6 +174,7 @@ class SubscriptionState:
         for t in topic_set:
             if not isinstance(t, str) or not t:
                 raise IllegalStateError(f"invalid topic name {t!r}")
+        self.rebalance_listener = listener
         if pattern is not None:
             self.subscription_type = SubscriptionType.PATTERN
             self.pattern = re.compile(pattern) if isinstance(pattern, str) else pattern
@@ -229,6 +236,7 @@ class SubscriptionState:
         self.subscription_type = SubscriptionType.NONE
         self.pattern = None
         self.exclude_pattern = None
+        self.rebalance_listener = None
         self._set_topics(set())
         self._notify_changed()
 
