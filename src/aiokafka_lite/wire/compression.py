@@ -214,28 +214,110 @@ def _gzip_size_hint(data: Buffer) -> int | None:
     return int(_U32LE.unpack_from(data, len(data) - 4)[0])
 
 
+_LZ4_MAGIC: Final = 0x184D2204
+_ZSTD_MAGIC: Final = 0xFD2FB528
+_LZ4_BLOCK_MAX: Final = {4: 64 << 10, 5: 256 << 10, 6: 1 << 20, 7: 4 << 20}
+_ZSTD_BLOCK_MAX: Final = 128 << 10
+
+
+def _is_skippable(magic: int) -> bool:
+    return magic & 0xFFFFFFF0 == 0x184D2A50
+
+
 def _lz4_size_hint(data: Buffer) -> int | None:
-    # Frame descriptor: magic(4) FLG(1) BD(1) [content size u64 LE when FLG bit 3].
-    if len(data) < 14 or bytes(data[:4]) != b"\x04\x22\x4d\x18":
-        return None
-    if data[4] & 0x08:
-        return int(_U64LE.unpack_from(data, 6)[0])
-    return None
+    """Upper bound on the decompressed size from the frames' block headers.
+
+    Walking block headers is cheap (one step per 64 KiB+ block) and, unlike the
+    optional content-size field, gives a bound that holds for any well-formed frame,
+    so the output buffer is allocated once. ``None`` if the layout is not understood.
+    """
+    n = len(data)
+    pos = 0
+    total = 0
+    while pos < n:
+        if n - pos < 8:
+            return None
+        (magic,) = _U32LE.unpack_from(data, pos)
+        if _is_skippable(magic):
+            pos += 8 + _U32LE.unpack_from(data, pos + 4)[0]
+            continue
+        if magic != _LZ4_MAGIC:
+            return None
+        flg = data[pos + 4]
+        block_max = _LZ4_BLOCK_MAX.get((data[pos + 5] >> 4) & 7)
+        if block_max is None:
+            return None
+        pos += 7 + (8 if flg & 0x08 else 0) + (4 if flg & 0x01 else 0)
+        block_checksum = 4 if flg & 0x10 else 0
+        while True:
+            if n - pos < 4:
+                return None
+            (size,) = _U32LE.unpack_from(data, pos)
+            pos += 4
+            if size == 0:
+                break
+            raw = size & 0x7FFFFFFF
+            # uncompressed block: exact; compressed: lz4 expands at most ~255x
+            total += raw if size & 0x80000000 else min(block_max, raw * 256 + 64)
+            pos += raw + block_checksum
+            if pos > n:
+                return None
+        pos += 4 if flg & 0x04 else 0
+    return total
 
 
 def _zstd_size_hint(data: Buffer) -> int | None:
-    # Frame header: magic(4) FHD(1) [window(1)] [dict id(0/1/2/4)] [content size].
-    if len(data) < 6 or bytes(data[:4]) != b"\x28\xb5\x2f\xfd":
-        return None
-    fhd = data[4]
-    fcs_flag = fhd >> 6
-    single_segment = (fhd >> 5) & 1
-    pos = 5 + (0 if single_segment else 1) + (0, 1, 2, 4)[fhd & 3]
-    size = (1 if single_segment else 0, 2, 4, 8)[fcs_flag]
-    if size == 0 or pos + size > len(data):
-        return None
-    value = int.from_bytes(data[pos : pos + size], "little")
-    return value + 256 if size == 2 else value
+    """Upper bound on the decompressed size: frame content sizes when declared (the
+    decoder enforces them), else a walk over block headers (raw/RLE blocks are exact,
+    compressed blocks are at most 128 KiB). ``None`` if the layout is not understood."""
+    n = len(data)
+    pos = 0
+    total = 0
+    while pos < n:
+        if n - pos < 8:
+            return None
+        (magic,) = _U32LE.unpack_from(data, pos)
+        if _is_skippable(magic):
+            pos += 8 + _U32LE.unpack_from(data, pos + 4)[0]
+            continue
+        if magic != _ZSTD_MAGIC:
+            return None
+        fhd = data[pos + 4]
+        single_segment = (fhd >> 5) & 1
+        pos += 5 + (0 if single_segment else 1) + (0, 1, 2, 4)[fhd & 3]
+        fcs_size = (1 if single_segment else 0, 2, 4, 8)[fhd >> 6]
+        if pos + fcs_size > n:
+            return None
+        declared: int | None = None
+        if fcs_size:
+            declared = int.from_bytes(data[pos : pos + fcs_size], "little") + (256 if fcs_size == 2 else 0)
+        pos += fcs_size
+        frame_total = 0
+        while True:
+            if n - pos < 3:
+                return None
+            header = int.from_bytes(data[pos : pos + 3], "little")
+            pos += 3
+            kind = (header >> 1) & 3
+            size = header >> 3
+            if kind == 0:  # raw
+                frame_total += size
+                pos += size
+            elif kind == 1:  # RLE: one byte repeated `size` times
+                frame_total += size
+                pos += 1
+            elif kind == 2:
+                frame_total += _ZSTD_BLOCK_MAX
+                pos += size
+            else:
+                return None
+            if pos > n:
+                return None
+            if header & 1:
+                break
+        pos += 4 if fhd & 0x04 else 0
+        total += min(frame_total, declared) if declared is not None else frame_total
+    return total
 
 
 def _xerial_compress(data: Buffer) -> bytes:

@@ -17,6 +17,8 @@
 
 #define V2_HEADER_SIZE 61
 #define MIN_RECORD_SIZE 7
+#define HKEY_CACHE 4
+#define HVAL_CACHE_MAX 64
 
 static PyObject *CorruptRecordError = NULL;
 static PyTypeObject *RecordType = NULL;
@@ -186,6 +188,12 @@ decode_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
         return NULL;
     PyObject *result = NULL, *lat_obj = NULL;
+    PyObject *hk_cache[HKEY_CACHE] = {NULL};
+    const uint8_t *hk_ptr[HKEY_CACHE] = {NULL};
+    int64_t hk_len[HKEY_CACHE] = {0};
+    PyObject *hv_cache[HKEY_CACHE] = {NULL};
+    PyObject *last_ts = NULL; /* consecutive records often share a timestamp */
+    int64_t last_ts_value = 0;
     if (start < 0 || stop < start || stop > view.len) {
         PyErr_SetString(PyExc_ValueError, "records region out of range");
         goto done;
@@ -342,9 +350,23 @@ decode_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                              (long long)hklen);
                 goto fail;
             }
-            PyObject *hk = PyUnicode_DecodeUTF8((const char *)p, (Py_ssize_t)hklen, "surrogateescape");
-            if (hk == NULL)
-                goto fail;
+            /* Header keys repeat across records: reuse the str decoded for the same
+               bytes at the same header position in an earlier record. */
+            PyObject *hk;
+            if (h < HKEY_CACHE && hk_cache[h] != NULL && hk_len[h] == hklen &&
+                memcmp(hk_ptr[h], p, (size_t)hklen) == 0) {
+                hk = Py_NewRef(hk_cache[h]);
+            }
+            else {
+                hk = PyUnicode_DecodeUTF8((const char *)p, (Py_ssize_t)hklen, "surrogateescape");
+                if (hk == NULL)
+                    goto fail;
+                if (h < HKEY_CACHE) {
+                    Py_XSETREF(hk_cache[h], Py_NewRef(hk));
+                    hk_ptr[h] = p;
+                    hk_len[h] = hklen;
+                }
+            }
             p += hklen;
             if ((rc = read_varint32(&p, end, &hvlen)) != VI_OK) {
                 Py_DECREF(hk);
@@ -369,10 +391,21 @@ decode_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                                  (long long)hvlen);
                     goto fail;
                 }
-                hv = PyBytes_FromStringAndSize((const char *)p, (Py_ssize_t)hvlen);
-                if (hv == NULL) {
-                    Py_DECREF(hk);
-                    goto fail;
+                /* Short header values (content types, schema ids) also tend to repeat;
+                   bytes are immutable, so sharing one object is invisible to users. */
+                if (h < HKEY_CACHE && hvlen <= HVAL_CACHE_MAX && hv_cache[h] != NULL &&
+                    PyBytes_GET_SIZE(hv_cache[h]) == hvlen &&
+                    memcmp(PyBytes_AS_STRING(hv_cache[h]), p, (size_t)hvlen) == 0) {
+                    hv = Py_NewRef(hv_cache[h]);
+                }
+                else {
+                    hv = PyBytes_FromStringAndSize((const char *)p, (Py_ssize_t)hvlen);
+                    if (hv == NULL) {
+                        Py_DECREF(hk);
+                        goto fail;
+                    }
+                    if (h < HKEY_CACHE && hvlen <= HVAL_CACHE_MAX)
+                        Py_XSETREF(hv_cache[h], Py_NewRef(hv));
                 }
                 p += hvlen;
             }
@@ -384,6 +417,9 @@ decode_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             }
             PyTuple_SET_ITEM(pair, 0, hk);
             PyTuple_SET_ITEM(pair, 1, hv);
+            /* (str, bytes|None) can never be part of a cycle; CPython would untrack it
+               at the next collection anyway, doing it now saves the GC that work. */
+            PyObject_GC_UnTrack(pair);
             PyList_SET_ITEM(headers, h, pair);
         }
         if (p != rec_end) {
@@ -408,8 +444,17 @@ decode_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             goto fail;
         if (have_lat)
             o_ts = Py_NewRef(lat_obj);
-        else if ((o_ts = PyLong_FromLongLong((long long)((uint64_t)base_ts + (uint64_t)ts_delta))) == NULL)
-            goto fail;
+        else {
+            int64_t ts = (int64_t)((uint64_t)base_ts + (uint64_t)ts_delta);
+            if (last_ts != NULL && ts == last_ts_value)
+                o_ts = Py_NewRef(last_ts);
+            else {
+                if ((o_ts = PyLong_FromLongLong((long long)ts)) == NULL)
+                    goto fail;
+                Py_XSETREF(last_ts, Py_NewRef(o_ts));
+                last_ts_value = ts;
+            }
+        }
         rec = RecordType->tp_alloc(RecordType, 0);
         if (rec == NULL)
             goto fail;
@@ -434,6 +479,11 @@ decode_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         Py_CLEAR(result);
     }
 done:
+    for (int c = 0; c < HKEY_CACHE; c++) {
+        Py_XDECREF(hk_cache[c]);
+        Py_XDECREF(hv_cache[c]);
+    }
+    Py_XDECREF(last_ts);
     Py_XDECREF(lat_obj);
     PyBuffer_Release(&view);
     return result;
@@ -450,6 +500,7 @@ typedef struct {
     int64_t first_ts;
     int64_t max_ts;
     Py_ssize_t max_batch_size;
+    Py_ssize_t exports; /* live buffer views: the storage must not move meanwhile */
 } WriterObject;
 
 static int
@@ -462,6 +513,10 @@ writer_reserve(WriterObject *self, Py_ssize_t extra)
     Py_ssize_t need = self->len + extra;
     if (need <= self->cap)
         return 0;
+    if (self->exports > 0) {
+        PyErr_SetString(PyExc_BufferError, "cannot append while the records buffer is exported");
+        return -1;
+    }
     Py_ssize_t cap = self->cap ? self->cap : 1024;
     while (cap < need) {
         if (cap > PY_SSIZE_T_MAX / 2) {
@@ -505,6 +560,10 @@ writer_core_init(WriterObject *self, PyObject *arg)
     Py_ssize_t max_size = PyLong_AsSsize_t(arg);
     if (max_size == -1 && PyErr_Occurred())
         return NULL;
+    if (self->exports > 0) {
+        PyErr_SetString(PyExc_BufferError, "cannot reset while the records buffer is exported");
+        return NULL;
+    }
     self->max_batch_size = max_size;
     self->len = 0;
     self->count = 0;
@@ -779,6 +838,34 @@ writer_records_bytes(WriterObject *self, PyObject *Py_UNUSED(ignored))
 }
 
 static PyObject *
+writer_records_view(WriterObject *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyMemoryView_FromObject((PyObject *)self);
+}
+
+static int
+writer_getbuffer(WriterObject *self, Py_buffer *view, int flags)
+{
+    static char empty[1] = {0};
+    if (PyBuffer_FillInfo(view, (PyObject *)self, self->buf ? (void *)self->buf : (void *)empty,
+                          self->len, 1, flags) < 0)
+        return -1;
+    self->exports++;
+    return 0;
+}
+
+static void
+writer_releasebuffer(WriterObject *self, Py_buffer *view)
+{
+    self->exports--;
+}
+
+static PyBufferProcs writer_as_buffer = {
+    (getbufferproc)writer_getbuffer,
+    (releasebufferproc)writer_releasebuffer,
+};
+
+static PyObject *
 writer_get_count(WriterObject *self, void *c)
 {
     return PyLong_FromSsize_t(self->count);
@@ -813,6 +900,8 @@ static PyMethodDef writer_methods[] = {
     {"append", (PyCFunction)(void (*)(void))writer_append, METH_FASTCALL | METH_KEYWORDS,
      "append(timestamp, key, value, headers=()) -> bool"},
     {"records_bytes", (PyCFunction)writer_records_bytes, METH_NOARGS, "The encoded records region."},
+    {"records_view", (PyCFunction)writer_records_view, METH_NOARGS,
+     "Read-only zero-copy view of the records region (blocks appends that would grow it)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -834,6 +923,7 @@ static PyTypeObject WriterType = {
     .tp_dealloc = (destructor)writer_dealloc,
     .tp_methods = writer_methods,
     .tp_getset = writer_getset,
+    .tp_as_buffer = &writer_as_buffer,
 };
 
 /* ------------------------------------------------------------------ module */

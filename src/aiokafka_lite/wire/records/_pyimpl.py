@@ -309,3 +309,7 @@ class RecordsWriter:
     def records_bytes(self) -> bytes:
         """The encoded records region."""
         return bytes(self._buf)
+
+    def records_view(self) -> memoryview:
+        """Read-only zero-copy view of the records region (blocks appends while alive)."""
+        return memoryview(self._buf).toreadonly()

@@ -282,6 +282,7 @@ class _BuilderMixin:
         @property
         def records_size(self) -> int: ...
         def records_bytes(self) -> bytes: ...
+        def records_view(self) -> memoryview: ...
 
     def __init__(
         self,
@@ -328,13 +329,16 @@ class _BuilderMixin:
         after an epoch bump) only rewrites the header and CRC.
         """
         count = self.record_count
-        if self._payload is None or self._payload_count != count:
-            raw = self.records_bytes()
-            if self._compression is not Compression.NONE:
-                raw = compress(self._compression, raw, self._compression_level)
-            self._payload = raw
-            self._payload_count = count
-        payload = self._payload
+        payload: bytes | memoryview
+        if self._compression is Compression.NONE:
+            # A view of the writer's own buffer: the output below is the only copy.
+            payload = self.records_view()
+        else:
+            if self._payload is None or self._payload_count != count:
+                with self.records_view() as raw:
+                    self._payload = compress(self._compression, raw, self._compression_level)
+                self._payload_count = count
+            payload = self._payload
         attributes = (
             self._compression
             | (ATTR_TIMESTAMP_TYPE if self._timestamp_type == TimestampType.LOG_APPEND_TIME else 0)
@@ -360,7 +364,11 @@ class _BuilderMixin:
         )
         crc = crc32c(payload, crc32c(memoryview(header)[V2_ATTRIBUTES_OFFSET:]))
         _U32.pack_into(header, V2_CRC_OFFSET, crc)
-        return bytes(header) + payload
+        try:
+            return b"".join((header, payload))
+        finally:
+            if isinstance(payload, memoryview):
+                payload.release()
 
 
 _BUILDER_SLOTS: Final = (
