@@ -1211,3 +1211,39 @@ def raise_for_code(code: int, message: str | None = None) -> None:
     """Raise the exception for ``code``; do nothing for 0 (NONE)."""
     if code != 0:
         raise error_for(code, message)
+
+
+# --------------------------------------------------------------------------------------
+# Consumer errors (appended by the fetch/consumer engineer).
+
+
+class LogTruncationError(OffsetOutOfRangeError):
+    """The leader's log diverged below the consumer's position (detected through KIP-320).
+
+    Raised when ``auto_offset_reset="none"``; otherwise the consumer resets to the
+    divergence point and logs a warning. ``divergent_offsets`` maps each affected
+    partition to the first offset that is no longer in the leader's log.
+    """
+
+    def __init__(self, message: str | None = None, divergent_offsets: dict[Any, int] | None = None) -> None:
+        self.divergent_offsets = dict(divergent_offsets or {})
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.message, self.divergent_offsets))
+
+
+class RecordDeserializationError(KafkaError):
+    """A key or value deserializer failed; the position stays at the failing record.
+
+    ``seek(tp, offset + 1)`` skips it.
+    """
+
+    def __init__(self, message: str, topic: str, partition: int, offset: int) -> None:
+        super().__init__(message)
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.args[0], self.topic, self.partition, self.offset))
