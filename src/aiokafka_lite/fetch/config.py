@@ -69,8 +69,8 @@ class ConsumerConfig(Options):
         True, "Use incremental fetch sessions (KIP-227) to shrink fetch requests."
     )
     client_rack: str = option("", "Rack id sent with fetches (follower fetching, KIP-392).")
-    key_deserializer: Deserializer | None = option(None, "Callable applied to every record key.")  # noqa: RUF009
-    value_deserializer: Deserializer | None = option(None, "Callable applied to every record value.")  # noqa: RUF009
+    key_deserializer: Deserializer | None = option(None, "Callable applied to every record key.")
+    value_deserializer: Deserializer | None = option(None, "Callable applied to every record value.")
     exclude_internal_topics: bool = option(
         True, "Pattern subscriptions never match internal topics (e.g. __consumer_offsets)."
     )
