@@ -1,0 +1,841 @@
+"""``Client``: the shared cluster view, connections and request routing.
+
+One ``Client`` serves a Producer, a Consumer and an Admin alike. It owns:
+
+* one ``BrokerConnection`` per broker, opened on demand, with exponential reconnect
+  backoff (and jitter) after failures, closed after ``connections_max_idle_ms`` idle;
+* the ``ClusterMetadata`` snapshot, refreshed every ``metadata_max_age_ms``, on demand
+  (``request_metadata_refresh`` after NOT_LEADER_OR_FOLLOWER and friends) and after
+  unexpected disconnects, with concurrent refreshes coalesced into one request;
+* the coordinator cache (FindCoordinator, batched for brokers that support it);
+* every background task it starts; ``close()`` cancels and awaits all of them.
+
+``send`` is a single attempt; ``retry`` wraps an operation with backoff-and-deadline
+retries of retriable errors, refreshing metadata when an error says it is stale.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, TypeVar
+
+from aiokafka_lite import errors as E
+from aiokafka_lite.net.config import ClientConfig
+from aiokafka_lite.net.connection import BrokerConnection, Opener, api_name, negotiate_version
+from aiokafka_lite.net.hooks import BrokerStats, HookDispatcher
+from aiokafka_lite.net.metadata import (
+    BrokerInfo,
+    ClusterMetadata,
+    CoordinatorType,
+    TopicInfo,
+    apply_metadata,
+)
+from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.wire.message import Request, Response
+from aiokafka_lite.wire.messages import (
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    MetadataRequest,
+    MetadataResponse,
+)
+
+__all__ = ["Client", "parse_bootstrap"]
+
+log = logging.getLogger("aiokafka_lite.net.client")
+
+T = TypeVar("T")
+
+_METADATA_KEY: Final = MetadataRequest.API_KEY
+_FIND_COORDINATOR_KEY: Final = FindCoordinatorRequest.API_KEY
+_RETRIABLE_COORDINATOR: Final = frozenset({14, 15})  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE
+
+
+def parse_bootstrap(servers: str | Sequence[str]) -> list[tuple[str, int]]:
+    """``"h1:9092,h2:9092"`` or ``["h1:9092", ...]`` -> [(host, port)]; IPv6 as ``[::1]:9092``."""
+    items = servers.split(",") if isinstance(servers, str) else list(servers)
+    out: list[tuple[str, int]] = []
+    for raw in items:
+        if not isinstance(raw, str):
+            raise E.ConfigError(f"bootstrap server must be a 'host:port' string, got {raw!r}")
+        item = raw.strip()
+        if not item:
+            continue
+        host, sep, port_text = item.rpartition(":")
+        if not sep:
+            host, port_text = item, "9092"
+        if host.startswith("[") and host.endswith("]"):
+            host = host[1:-1]
+        try:
+            port = int(port_text)
+        except ValueError:
+            raise E.ConfigError(f"invalid port in bootstrap server {item!r}") from None
+        if not host or not 0 < port < 65536:
+            raise E.ConfigError(f"invalid bootstrap server {item!r}")
+        out.append((host, port))
+    if not out:
+        raise E.ConfigError("bootstrap_servers is empty")
+    return out
+
+
+def backoff_delay(attempt: int, base_ms: float, max_ms: float) -> float:
+    """Exponential backoff with 20% jitter (like the Java client), in seconds."""
+    if base_ms <= 0:
+        return 0.0
+    delay: float = min(max_ms, base_ms * (2 ** min(attempt, 30)))
+    return delay * random.uniform(0.8, 1.2) / 1000
+
+
+@dataclass(eq=False)
+class _Node:
+    node_id: int
+    host: str
+    port: int
+    stats: BrokerStats
+    conn: BrokerConnection | None = None
+    connecting: asyncio.Task[BrokerConnection] | None = None
+    failures: int = 0
+    backoff_until: float = 0.0
+    api_versions: dict[int, tuple[int, int]] = field(default_factory=dict)
+
+
+class Client:
+    """Cluster metadata, broker connections and request routing (see module docstring)."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str | Sequence[str],
+        *,
+        config: ClientConfig | None = None,
+        opener: Opener | None = None,
+        **options: Any,
+    ) -> None:
+        if config is None:
+            self.config = ClientConfig.from_options(**options)
+        elif options:
+            self.config = config.replace(**options)
+        else:
+            self.config = config
+        self._bootstrap = parse_bootstrap(bootstrap_servers)
+        self._opener = opener
+        self._hooks = HookDispatcher()
+        self._cluster = ClusterMetadata()
+        self._nodes: dict[int, _Node] = {}
+        for i, (host, port) in enumerate(self._bootstrap):
+            node_id = -1 - i
+            self._nodes[node_id] = _Node(
+                node_id, host, port, BrokerStats(self.config.metrics_latency_samples)
+            )
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._topics: set[str] = set()
+        self._coordinators: dict[tuple[CoordinatorType, str], int] = {}
+        self._coord_pending: dict[tuple[CoordinatorType, str], asyncio.Future[int]] = {}
+        self._coord_lookup: dict[CoordinatorType, asyncio.Task[None]] = {}
+        self._refresh_task: asyncio.Task[ClusterMetadata] | None = None
+        self._refresh_topics: set[str] | None = None  # None: the running refresh asks for all topics
+        self._refresh_wanted: asyncio.Event | None = None
+        self._metadata_updated: asyncio.Event | None = None
+        self._maintenance: asyncio.Task[None] | None = None
+        self._last_refresh = 0.0
+        self._last_refresh_attempt = 0.0
+        self._start_lock: asyncio.Lock | None = None
+        self._started = False
+        self._closed = False
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "started" if self._started else "new"
+        return f"<Client {state} brokers={sorted(self._cluster.brokers)} client_id={self.config.client_id!r}>"
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        """Connect to a bootstrap server and fetch metadata.
+
+        Raises ``NoBrokersAvailableError`` when no bootstrap server answers,
+        ``AuthenticationError`` (or a subclass) when credentials are rejected.
+        """
+        if self._closed:
+            raise E.ClosedError("client is closed")
+        if self._started:
+            return
+        if self._start_lock is None:
+            self._start_lock = asyncio.Lock()
+        async with self._start_lock:
+            if self._started:
+                return
+            self._refresh_wanted = asyncio.Event()
+            self._metadata_updated = asyncio.Event()
+            await self._refresh(set(self._topics), bootstrap=True)
+            self._started = True
+            self._maintenance = self._spawn(self._maintain(), "metadata-maintenance")
+            log.debug("client started; brokers %s", sorted(self._cluster.brokers))
+
+    async def close(self) -> None:
+        """Idempotent. Fails in-flight requests with ``ClosedError`` and awaits every owned task."""
+        if self._closed:
+            return
+        self._closed = True
+        err = E.ClosedError("client closed")
+        for fut in self._coord_pending.values():
+            if not fut.done():
+                fut.set_exception(err)
+                fut.exception()
+        self._coord_pending.clear()
+        conns = []
+        for node in self._nodes.values():
+            if node.conn is not None:
+                conns.append(node.conn)
+                node.conn.close(E.ClosedError("client closed"))
+                node.conn = None
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for conn in conns:
+            await conn.wait_closed()
+        log.debug("client closed")
+
+    async def __aenter__(self) -> Client:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise E.ClosedError("client is closed")
+
+    async def _ensure_started(self) -> None:
+        if not self._started:
+            await self.start()
+
+    def _spawn(self, coro: Awaitable[T], name: str) -> asyncio.Task[T]:
+        task: asyncio.Task[T] = asyncio.ensure_future(coro)
+        task.set_name(f"aiokafka_lite.client.{name}")
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+        return task
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled():
+            task.exception()  # retrieved: errors are delivered to awaiters, never logged as lost
+
+    # ------------------------------------------------------------------ observability
+
+    def add_hooks(self, hooks: object) -> None:
+        """Register an object implementing any of the ``aiokafka_lite.net.hooks.Hooks`` methods."""
+        self._hooks.add(hooks)
+
+    def metrics(self) -> dict[str, Any]:
+        """Snapshot: per-broker counters and latency percentiles (ms), keyed by node id."""
+        brokers = {}
+        for node_id, node in sorted(self._nodes.items()):
+            snap = node.stats.snapshot()
+            snap["host"] = node.host
+            snap["port"] = node.port
+            snap["connected"] = node.conn is not None and node.conn.ready
+            brokers[node_id] = snap
+        return {
+            "brokers": brokers,
+            "metadata_age_s": (asyncio.get_running_loop().time() - self._last_refresh)
+            if self._last_refresh
+            else None,
+            "topics_tracked": len(self._topics),
+            "coordinators_cached": len(self._coordinators),
+        }
+
+    # ------------------------------------------------------------------ connections
+
+    @property
+    def cluster(self) -> ClusterMetadata:
+        return self._cluster
+
+    def _backoff(self, attempt: int) -> float:
+        return backoff_delay(attempt, self.config.reconnect_backoff_ms, self.config.reconnect_backoff_max_ms)
+
+    def _retry_backoff(self, attempt: int) -> float:
+        return backoff_delay(attempt, self.config.retry_backoff_ms, self.config.retry_backoff_max_ms)
+
+    def _add_node(self, node_id: int, host: str, port: int) -> _Node:
+        node = self._nodes.get(node_id)
+        if node is None:
+            node = _Node(node_id, host, port, BrokerStats(self.config.metrics_latency_samples))
+            self._nodes[node_id] = node
+        elif (node.host, node.port) != (host, port):
+            log.info("node %s moved from %s:%s to %s:%s", node_id, node.host, node.port, host, port)
+            node.host, node.port = host, port
+            if node.conn is not None:
+                node.conn.close(E.KafkaConnectionError(f"node {node_id} changed address"))
+                node.conn = None
+            node.failures = 0
+            node.backoff_until = 0.0
+        return node
+
+    def _on_conn_close(self, conn: BrokerConnection, exc: BaseException | None) -> None:
+        node = self._nodes.get(conn.node_id)
+        if node is None or node.conn is not conn:
+            return
+        node.conn = None
+        if self._closed or isinstance(exc, E.ClosedError):
+            return
+        # Unexpected disconnect: back off a little and re-check where things live.
+        node.backoff_until = asyncio.get_running_loop().time() + self._backoff(0)
+        for key, coordinator in list(self._coordinators.items()):
+            if coordinator == conn.node_id:
+                del self._coordinators[key]
+        self.request_metadata_refresh()
+
+    def is_connected(self, node_id: int) -> bool:
+        node = self._nodes.get(node_id)
+        return node is not None and node.conn is not None and node.conn.ready
+
+    async def connection(self, node_id: int, timeout_ms: float | None = None) -> BrokerConnection:
+        """The ready connection to ``node_id``, connecting (after any backoff) if needed."""
+        self._check_open()
+        await self._ensure_started()
+        timeout = (self.config.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
+        return await self._connection(node_id, asyncio.get_running_loop().time() + timeout)
+
+    async def _connection(self, node_id: int, deadline: float) -> BrokerConnection:
+        loop = asyncio.get_running_loop()
+        node = self._nodes.get(node_id)
+        if node is None:
+            raise E.KafkaConnectionError(f"unknown broker node {node_id}")
+        while True:
+            conn = node.conn
+            if conn is not None and conn.ready:
+                return conn
+            task = node.connecting
+            if task is None or task.done():
+                wait = node.backoff_until - loop.time()
+                if wait > 0:
+                    if loop.time() + wait > deadline:
+                        raise E.KafkaConnectionError(
+                            f"node {node_id} ({node.host}:{node.port}) is in reconnect backoff for {wait * 1000:.0f} ms"
+                        )
+                    await asyncio.sleep(wait)
+                    continue  # someone else may have connected meanwhile
+                task = node.connecting = self._spawn(self._connect(node), f"connect-{node_id}")
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise E.KafkaTimeoutError(f"connecting to node {node_id} timed out")
+            try:
+                async with asyncio.timeout(remaining):
+                    return await asyncio.shield(task)
+            except TimeoutError as e:
+                if isinstance(e, E.KafkaError):
+                    raise
+                raise E.KafkaTimeoutError(f"connecting to node {node_id} timed out") from None
+
+    async def _connect(self, node: _Node) -> BrokerConnection:
+        loop = asyncio.get_running_loop()
+        conn = BrokerConnection(
+            node.node_id,
+            node.host,
+            node.port,
+            self.config,
+            hooks=self._hooks,
+            stats=node.stats,
+            on_close=self._on_conn_close,
+            opener=self._opener,
+        )
+        try:
+            await conn.connect()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            node.backoff_until = loop.time() + self._backoff(node.failures)
+            node.failures += 1
+            log.debug("connect to node %s (%s:%s) failed: %s", node.node_id, node.host, node.port, exc)
+            raise
+        finally:
+            node.connecting = None
+        if self._closed:
+            conn.close(E.ClosedError("client closed"))
+            raise E.ClosedError("client closed")
+        node.failures = 0
+        node.conn = conn
+        node.api_versions = conn.api_versions
+        return conn
+
+    def _least_loaded(self, exclude: Iterable[int] = ()) -> int:
+        """Pick a node for a request that can go anywhere.
+
+        Connected brokers with the fewest requests in flight first, then known brokers
+        not in backoff, then bootstrap servers (re-bootstrap), then whichever node's
+        backoff ends first.
+        """
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        excluded = set(exclude)
+        brokers = [n for n in self._nodes.values() if n.node_id not in excluded]
+        if not brokers:
+            brokers = list(self._nodes.values())
+        known = set(self._cluster.brokers)
+        ready = [
+            n
+            for n in brokers
+            if n.conn is not None and n.conn.ready and (n.node_id in known or n.node_id < 0)
+        ]
+        if ready:
+            best = min(n.conn.load for n in ready if n.conn is not None)
+            return random.choice([n for n in ready if n.conn is not None and n.conn.load == best]).node_id
+        members = [n for n in brokers if n.node_id in known]
+        idle = [n for n in members if n.backoff_until <= now]
+        if idle:
+            connecting = [n for n in idle if n.connecting is not None]
+            return random.choice(connecting or idle).node_id
+        seeds = [n for n in brokers if n.node_id < 0]
+        idle = [n for n in seeds if n.backoff_until <= now]
+        if idle:
+            return idle[0].node_id
+        pool = members or seeds or brokers
+        return min(pool, key=lambda n: n.backoff_until).node_id
+
+    # ------------------------------------------------------------------ requests
+
+    async def send(
+        self,
+        request: Request,
+        *,
+        node_id: int | None = None,
+        version: int | None = None,
+        timeout_ms: float | None = None,
+        expect_response: bool = True,
+    ) -> Response | None:
+        """One attempt at one request; error codes inside the response are the caller's."""
+        self._check_open()
+        await self._ensure_started()
+        loop = asyncio.get_running_loop()
+        timeout = (self.config.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
+        deadline = loop.time() + timeout
+        if node_id is None:
+            node_id = self._least_loaded()
+        conn = await self._connection(node_id, deadline)
+        if version is None:
+            version = conn.version_for(request.API_KEY)
+        return await conn.send(
+            request, version, expect_response=expect_response, timeout_s=max(deadline - loop.time(), 0.001)
+        )
+
+    def api_version(self, node_id: int, api_key: int) -> int:
+        """Negotiated version for a node connected at least once (``KeyError`` otherwise)."""
+        node = self._nodes.get(node_id)
+        if node is None or not node.api_versions:
+            raise KeyError(f"no API versions known for node {node_id}; connect first")
+        return negotiate_version(
+            api_key, node.api_versions, self.config.max_versions.get(api_key), node_id=node_id
+        )
+
+    async def negotiated_version(self, node_id: int | None, api_key: int) -> int:
+        if node_id is None:
+            node_id = self._least_loaded()
+        conn = await self.connection(node_id)
+        return conn.version_for(api_key)
+
+    async def retry(
+        self,
+        op: Callable[[], Awaitable[T]],
+        *,
+        timeout_ms: float | None = None,
+        what: str = "request",
+    ) -> T:
+        """Run ``op`` until it succeeds, retrying retriable ``KafkaError``s with backoff.
+
+        Errors flagged ``invalidates_metadata`` trigger a metadata refresh before the
+        next attempt. Gives up with the last error once ``timeout_ms`` (default
+        ``request_timeout_ms``) has elapsed; non-retriable errors propagate at once.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + (self.config.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
+        attempt = 0
+        while True:
+            try:
+                return await op()
+            except E.KafkaError as exc:
+                if not exc.retriable or self._closed:
+                    raise
+                delay = self._retry_backoff(attempt)
+                attempt += 1
+                if loop.time() + delay >= deadline:
+                    raise
+                log.debug("%s failed (attempt %d), retrying in %.0f ms: %s", what, attempt, delay * 1000, exc)
+                if getattr(exc, "invalidates_metadata", False) or isinstance(exc, E.KafkaConnectionError):
+                    self.request_metadata_refresh()
+                await asyncio.sleep(delay)
+
+    # ------------------------------------------------------------------ metadata
+
+    def track_topics(self, topics: Iterable[str]) -> None:
+        """Include these topics in every future metadata refresh."""
+        self._topics.update(topics)
+
+    def untrack_topics(self, topics: Iterable[str]) -> None:
+        self._topics.difference_update(topics)
+
+    @property
+    def tracked_topics(self) -> frozenset[str]:
+        return frozenset(self._topics)
+
+    def request_metadata_refresh(self) -> None:
+        """Ask the background task for a refresh soon (non-blocking, rate-limited)."""
+        if self._refresh_wanted is not None and not self._closed:
+            self._refresh_wanted.set()
+
+    async def refresh_metadata(
+        self, topics: Iterable[str] | None = None, *, all_topics: bool = False
+    ) -> ClusterMetadata:
+        """Fetch metadata for the tracked topics plus ``topics`` (or every topic with
+        ``all_topics``); concurrent callers share one request when it covers them."""
+        self._check_open()
+        wanted = set(topics) if topics is not None else set()
+        self._topics |= wanted
+        await self._ensure_started()
+        return await self._refresh(wanted, all_topics=all_topics)
+
+    async def _refresh(
+        self, wanted: set[str], *, all_topics: bool = False, bootstrap: bool = False
+    ) -> ClusterMetadata:
+        while True:
+            task = self._refresh_task
+            if task is not None and not task.done():
+                covering = self._refresh_topics
+                if covering is None or (not all_topics and wanted <= covering):
+                    return await asyncio.shield(task)
+                try:
+                    await asyncio.shield(task)
+                except E.KafkaError:
+                    pass
+                continue
+            request_topics = None if all_topics else set(self._topics) | wanted
+            self._refresh_topics = request_topics
+            task = self._refresh_task = self._spawn(
+                self._do_refresh(request_topics, bootstrap), "metadata-refresh"
+            )
+            return await asyncio.shield(task)
+
+    async def _do_refresh(self, topics: set[str] | None, bootstrap: bool) -> ClusterMetadata:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.config.request_timeout_ms / 1000
+        self._last_refresh_attempt = loop.time()
+        tried: set[int] = set()
+        attempt = 0
+        last: BaseException | None = None
+        while True:
+            node_id = self._least_loaded(exclude=tried)
+            try:
+                conn = await self._connection(node_id, deadline)
+                version = conn.version_for(_METADATA_KEY)
+                if topics is None:
+                    req_topics: list[MetadataRequest.MetadataRequestTopic] | None = None
+                else:
+                    req_topics = [MetadataRequest.MetadataRequestTopic(name=t) for t in sorted(topics)]
+                req = MetadataRequest(
+                    topics=req_topics, allow_auto_topic_creation=self.config.allow_auto_topic_creation
+                )
+                resp = await conn.send(req, version, timeout_s=max(deadline - loop.time(), 0.001))
+                assert isinstance(resp, MetadataResponse)
+            except E.KafkaError as exc:
+                if not exc.retriable:
+                    raise
+                last = exc
+                tried.add(node_id)
+                if bootstrap and not self._cluster.brokers and all(n in tried for n in self._nodes):
+                    servers = ",".join(f"{h}:{p}" for h, p in self._bootstrap)
+                    raise E.NoBrokersAvailableError(
+                        f"no bootstrap server reachable ({servers}): {exc}"
+                    ) from exc
+                if len(tried) >= len(self._nodes):
+                    tried.clear()
+                delay = self._retry_backoff(attempt)
+                attempt += 1
+                if loop.time() + delay >= deadline:
+                    if isinstance(last, E.KafkaTimeoutError):
+                        raise
+                    raise E.KafkaTimeoutError(
+                        f"metadata refresh failed within request_timeout_ms: {last}"
+                    ) from last
+                await asyncio.sleep(delay)
+                continue
+            self._apply_metadata(resp, full=topics is None, via=conn)
+            return self._cluster
+
+    def _apply_metadata(
+        self, resp: MetadataResponse, *, full: bool, via: BrokerConnection | None = None
+    ) -> None:
+        new = apply_metadata(self._cluster, resp, full=full)
+        for broker in new.brokers.values():
+            self._add_node(broker.node_id, broker.host, broker.port)
+        # Adopt bootstrap connections that turn out to be a known broker: saves a connect.
+        for seed_id in [n for n in self._nodes if n < 0]:
+            seed = self._nodes[seed_id]
+            conn = seed.conn
+            if conn is None or not conn.ready:
+                continue
+            for broker in new.brokers.values():
+                target = self._nodes[broker.node_id]
+                if (broker.host, broker.port) == (seed.host, seed.port) and target.conn is None:
+                    seed.conn = None
+                    conn.node_id = broker.node_id
+                    conn.stats = target.stats
+                    target.stats.connects += 1
+                    target.conn = conn
+                    target.api_versions = conn.api_versions
+                    break
+        if (
+            new.controller_id != self._cluster.controller_id
+            or new.brokers.keys() != self._cluster.brokers.keys()
+        ):
+            log.debug("metadata: brokers %s, controller %s", sorted(new.brokers), new.controller_id)
+        self._cluster = new
+        self._last_refresh = asyncio.get_running_loop().time()
+        if self._metadata_updated is not None:
+            self._metadata_updated.set()
+            self._metadata_updated = asyncio.Event()
+
+    async def wait_for_topic(self, topic: str, timeout_ms: float) -> TopicInfo:
+        """Metadata of ``topic`` once it exists with partitions; ``UnknownTopicOrPartitionError``
+        after ``timeout_ms``; authorization and invalid-name errors at once."""
+        self._check_open()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_ms / 1000
+        self._topics.add(topic)
+        attempt = 0
+        while True:
+            info = self._cluster.topics.get(topic)
+            if info is not None and info.partitions:
+                return info
+            code = self._cluster.topic_errors.get(topic, 0)
+            if code and not E.for_code(code).retriable:
+                raise E.error_for(code, f"topic {topic!r}")
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise E.UnknownTopicOrPartitionError(
+                    f"topic {topic!r} not available after {timeout_ms:.0f} ms"
+                )
+            try:
+                async with asyncio.timeout(remaining):
+                    await self.refresh_metadata([topic])
+                    info = self._cluster.topics.get(topic)
+                    if info is None or not info.partitions:
+                        await asyncio.sleep(min(self._retry_backoff(attempt), max(deadline - loop.time(), 0)))
+            except TimeoutError:
+                pass
+            except E.KafkaError as exc:
+                if not exc.retriable:
+                    raise
+            attempt += 1
+
+    async def leader_for(self, tp: TopicPartition, timeout_ms: float | None = None) -> tuple[int, int]:
+        """(leader node id, leader epoch) of a partition, refreshing metadata until known."""
+        self._check_open()
+        loop = asyncio.get_running_loop()
+        timeout = self.config.request_timeout_ms if timeout_ms is None else timeout_ms
+        deadline = loop.time() + timeout / 1000
+        self._topics.add(tp.topic)
+        attempt = 0
+        while True:
+            part = self._cluster.partition(tp)
+            if part is not None and part.leader >= 0:
+                return part.leader, part.leader_epoch
+            code = self._cluster.topic_errors.get(tp.topic, 0)
+            if code and not E.for_code(code).retriable:
+                raise E.error_for(code, f"topic {tp.topic!r}")
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                if part is not None:
+                    raise E.LeaderNotAvailableError(f"no leader for {tp.topic}-{tp.partition}")
+                raise E.UnknownTopicOrPartitionError(
+                    f"{tp.topic}-{tp.partition} not found after {timeout:.0f} ms"
+                )
+            try:
+                async with asyncio.timeout(remaining):
+                    if attempt:
+                        await asyncio.sleep(self._retry_backoff(attempt - 1))
+                    await self.refresh_metadata([tp.topic])
+            except TimeoutError:
+                pass
+            except E.KafkaError as exc:
+                if not exc.retriable:
+                    raise
+            attempt += 1
+
+    async def _maintain(self) -> None:
+        """Background: periodic/triggered metadata refresh and idle-connection reaping."""
+        loop = asyncio.get_running_loop()
+        cfg = self.config
+        idle_s = cfg.connections_max_idle_ms / 1000
+        max_age = cfg.metadata_max_age_ms / 1000
+        min_interval = cfg.retry_backoff_ms / 1000
+        failures = 0
+        wanted = self._refresh_wanted
+        assert wanted is not None
+        while True:
+            now = loop.time()
+            next_refresh = self._last_refresh + max_age
+            next_idle = now + min(max(idle_s / 2, 0.01), 5.0)
+            timeout = max(min(next_refresh, next_idle) - now, 0.0)
+            if not wanted.is_set() and timeout > 0:
+                try:
+                    async with asyncio.timeout(timeout):
+                        await wanted.wait()
+                except TimeoutError:
+                    pass
+            now = loop.time()
+            due = now >= self._last_refresh + max_age
+            if wanted.is_set() or due:
+                # Rate-limit triggered refreshes (Java's retry.backoff for metadata).
+                since = now - self._last_refresh_attempt
+                wait = max(min_interval - since, 0.0) if not due else 0.0
+                if failures:
+                    wait = max(wait, self._retry_backoff(failures - 1))
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                wanted.clear()
+                try:
+                    await self._refresh(set())
+                    failures = 0
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    failures += 1
+                    log.debug("background metadata refresh failed: %s", exc)
+                    wanted.set()
+            self._reap_idle(loop.time(), idle_s)
+
+    def _reap_idle(self, now: float, idle_s: float) -> None:
+        for node in self._nodes.values():
+            conn = node.conn
+            if conn is not None and conn.ready and conn.load == 0 and now - conn.last_used >= idle_s:
+                log.debug("closing idle connection to node %s", node.node_id)
+                node.conn = None
+                conn.close(E.ClosedError("idle connection closed"))
+
+    # ------------------------------------------------------------------ coordinators
+
+    async def find_coordinator(
+        self, key: str, key_type: CoordinatorType = CoordinatorType.GROUP, *, timeout_ms: float | None = None
+    ) -> int:
+        """Node id of the group/transaction coordinator for ``key`` (cached).
+
+        Concurrent lookups of the same type are batched into one FindCoordinator
+        (v4+, KIP-699). Retriable coordinator errors are retried until ``timeout_ms``.
+        """
+        self._check_open()
+        await self._ensure_started()
+        ck = (CoordinatorType(key_type), key)
+        cached = self._coordinators.get(ck)
+        if cached is not None:
+            return cached
+        fut = self._coord_pending.get(ck)
+        if fut is None:
+            fut = asyncio.get_running_loop().create_future()
+            self._coord_pending[ck] = fut
+            kt = ck[0]
+            task = self._coord_lookup.get(kt)
+            if task is None or task.done():
+                timeout = (self.config.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
+                self._coord_lookup[kt] = self._spawn(
+                    self._lookup_coordinators(kt, timeout), f"find-coordinator-{kt.name}"
+                )
+        return await asyncio.shield(fut)
+
+    def invalidate_coordinator(self, key: str, key_type: CoordinatorType = CoordinatorType.GROUP) -> None:
+        self._coordinators.pop((CoordinatorType(key_type), key), None)
+
+    async def _lookup_coordinators(self, key_type: CoordinatorType, timeout_s: float) -> None:
+        loop = asyncio.get_running_loop()
+        await asyncio.sleep(0)  # let concurrent callers join this batch
+        attempt = 0
+        deadline = loop.time() + timeout_s
+        while True:
+            keys = sorted(k for (kt, k), f in self._coord_pending.items() if kt == key_type and not f.done())
+            if not keys:
+                return
+            try:
+                results = await self._find_coordinators(key_type, keys, deadline)
+            except E.KafkaError as exc:
+                results = {k: exc for k in keys}
+            retry = False
+            for k in keys:
+                outcome = results.get(k)
+                fut = self._coord_pending.get((key_type, k))
+                if fut is None or fut.done():
+                    continue
+                if isinstance(outcome, int):
+                    self._coordinators[(key_type, k)] = outcome
+                    del self._coord_pending[(key_type, k)]
+                    fut.set_result(outcome)
+                    continue
+                err = (
+                    outcome if outcome is not None else E.CoordinatorNotAvailableError(f"no answer for {k!r}")
+                )
+                if err.retriable and loop.time() + self._retry_backoff(attempt) < deadline:
+                    retry = True
+                    continue
+                del self._coord_pending[(key_type, k)]
+                fut.set_exception(err)
+                fut.exception()
+            if not retry:
+                # New keys may have arrived while we were busy: serve them in this task.
+                continue
+            await asyncio.sleep(self._retry_backoff(attempt))
+            attempt += 1
+
+    async def _find_coordinators(
+        self, key_type: CoordinatorType, keys: list[str], deadline: float
+    ) -> dict[str, int | E.KafkaError]:
+        loop = asyncio.get_running_loop()
+        node_id = self._least_loaded()
+        conn = await self._connection(node_id, deadline)
+        version = conn.version_for(_FIND_COORDINATOR_KEY)
+        if key_type != CoordinatorType.GROUP and version < 1:
+            raise E.UnsupportedVersionError("FindCoordinator for transactions needs version 1+")
+        out: dict[str, int | E.KafkaError] = {}
+
+        def record(k: str, code: int, message: str | None, nid: int, host: str, port: int) -> None:
+            if code:
+                out[k] = E.error_for(
+                    code, f"{key_type.name.lower()} coordinator for {k!r}: {message or ''}".rstrip(": ")
+                )
+            else:
+                self._add_node(nid, host, port)
+                out[k] = nid
+
+        if version >= 4:
+            req = FindCoordinatorRequest(key_type=int(key_type), coordinator_keys=keys)
+            resp = await conn.send(req, version, timeout_s=max(deadline - loop.time(), 0.001))
+            assert isinstance(resp, FindCoordinatorResponse)
+            for c in resp.coordinators:
+                record(c.key, c.error_code, c.error_message, c.node_id, c.host, c.port)
+            return out
+
+        async def one(k: str) -> None:
+            req = FindCoordinatorRequest(key=k, key_type=int(key_type))
+            resp = await conn.send(req, version, timeout_s=max(deadline - loop.time(), 0.001))
+            assert isinstance(resp, FindCoordinatorResponse)
+            record(k, resp.error_code, resp.error_message, resp.node_id, resp.host, resp.port)
+
+        await asyncio.gather(*(one(k) for k in keys))
+        return out
+
+    # ------------------------------------------------------------------ helpers for callers
+
+    def broker(self, node_id: int) -> BrokerInfo | None:
+        info = self._cluster.brokers.get(node_id)
+        if info is None and node_id in self._nodes:
+            n = self._nodes[node_id]
+            return BrokerInfo(node_id, n.host, n.port, None)
+        return info
+
+    def describe_api(self, api_key: int) -> str:
+        return api_name(api_key)

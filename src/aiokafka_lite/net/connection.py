@@ -1,0 +1,606 @@
+"""The asyncio shell around ``ConnectionProtocol``: one connection to one broker.
+
+Reading is callback-driven (``asyncio.Protocol.data_received``) instead of a reader
+task: the event loop hands us bytes, the sans-I/O protocol turns them into responses
+and each waiting ``Future`` is resolved on the spot. This is the same "one reader per
+connection" structure with one fewer task switch per response, and nothing to cancel
+on close.
+
+Guarantees:
+
+* pipelining with at most ``max_in_flight_requests_per_connection`` requests awaiting
+  responses; requests without a response (Produce acks=0) never hold a slot or a waiter;
+* a cancelled caller leaves the stream in sync: the slot is released only when the
+  response is actually read (and dropped);
+* on disconnect every in-flight request fails with ``KafkaConnectionError``
+  (retriable); a corrupt stream fails them with ``CorruptFrameError``; a request that
+  was written and got no answer within its timeout fails with ``KafkaTimeoutError`` and
+  closes the connection (the broker is presumed stuck, as in the Java client);
+* on connect: ApiVersions (KIP-511, with the v0 fallback), optional SASL, and
+  re-authentication before the session expires (KIP-368).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import socket
+import ssl
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+from aiokafka_lite import errors as E
+from aiokafka_lite.net.config import ClientConfig
+from aiokafka_lite.net.hooks import BrokerStats, HookDispatcher
+from aiokafka_lite.net.protocol import ConnectionProtocol, InFlight
+from aiokafka_lite.net.sasl import OAuthBearerMechanism, SaslMechanism, create_mechanism
+from aiokafka_lite.wire.message import Request, Response
+from aiokafka_lite.wire.messages import (
+    REQUESTS,
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
+
+__all__ = ["BrokerConnection", "Opener", "api_name", "negotiate_version"]
+
+log = logging.getLogger("aiokafka_lite.net.connection")
+
+#: Opens the transport for a connection: must end with ``conn.connection_made(transport)``
+#: having been called (``loop.create_connection(lambda: conn, ...)`` does that).
+Opener = Callable[["BrokerConnection"], Awaitable[None]]
+
+_UNSUPPORTED_VERSION: Final = 35
+_API_VERSIONS_KEY: Final = ApiVersionsRequest.API_KEY
+_SASL_HANDSHAKE_KEY: Final = SaslHandshakeRequest.API_KEY
+_SASL_AUTHENTICATE_KEY: Final = SaslAuthenticateRequest.API_KEY
+
+
+def api_name(api_key: int) -> str:
+    cls = REQUESTS.get(api_key)
+    if cls is None:
+        return f"api key {api_key}"
+    return cls.NAME.removesuffix("Request")
+
+
+def negotiate_version(
+    api_key: int, broker: dict[int, tuple[int, int]], cap: int | None = None, *, node_id: int | None = None
+) -> int:
+    """min(our max, broker max), or ``UnsupportedVersionError`` naming the API if no overlap."""
+    cls = REQUESTS.get(api_key)
+    if cls is None:
+        raise E.UnsupportedVersionError(f"{api_name(api_key)} is not implemented by this client")
+    where = "broker" if node_id is None else f"broker {node_id}"
+    rng = broker.get(api_key)
+    if rng is None:
+        raise E.UnsupportedVersionError(f"{where} does not support {api_name(api_key)} (api key {api_key})")
+    ours_max = cls.MAX_VERSION if cap is None else min(cls.MAX_VERSION, cap)
+    version = min(ours_max, rng[1])
+    if version < max(cls.MIN_VERSION, rng[0]):
+        raise E.UnsupportedVersionError(
+            f"{where} supports {api_name(api_key)} versions {rng[0]}-{rng[1]}, "
+            f"this client {cls.MIN_VERSION}-{ours_max}: no common version"
+        )
+    return version
+
+
+class BrokerConnection(asyncio.Protocol):
+    """One TCP (optionally TLS) connection to a broker, with pipelined requests."""
+
+    def __init__(
+        self,
+        node_id: int,
+        host: str,
+        port: int,
+        config: ClientConfig,
+        *,
+        hooks: HookDispatcher | None = None,
+        stats: BrokerStats | None = None,
+        on_close: Callable[[BrokerConnection, BaseException | None], None] | None = None,
+        opener: Opener | None = None,
+    ) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.config = config
+        self.hooks = hooks if hooks is not None else HookDispatcher()
+        self.stats = stats if stats is not None else BrokerStats(config.metrics_latency_samples)
+        self._on_close = on_close
+        self._opener = opener
+        self._loop = asyncio.get_running_loop()
+        self._proto = ConnectionProtocol(config.client_id, config.max_response_size)
+        self._transport: asyncio.Transport | None = None
+        self._state = "new"  # new -> connecting -> ready -> closed
+        self._close_exc: BaseException | None = None
+        self._free_slots = config.max_in_flight_requests_per_connection
+        self._slot_waiters: deque[asyncio.Future[None]] = deque()
+        self._can_write = asyncio.Event()
+        self._can_write.set()
+        self._gate = asyncio.Event()  # cleared while re-authenticating
+        self._gate.set()
+        self._drained = asyncio.Event()  # set whenever nothing is in flight
+        self._drained.set()
+        self._throttled_until = 0.0
+        self._reauth_task: asyncio.Task[None] | None = None
+        self._closed_event = asyncio.Event()
+        self.api_versions: dict[int, tuple[int, int]] = {}
+        self.last_used = self._loop.time()
+        self.session_lifetime_ms = 0
+
+    def __repr__(self) -> str:
+        return f"<BrokerConnection node={self.node_id} {self.host}:{self.port} {self._state} in_flight={self.in_flight}>"
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def ready(self) -> bool:
+        return self._state == "ready"
+
+    @property
+    def closed(self) -> bool:
+        return self._state == "closed"
+
+    @property
+    def in_flight(self) -> int:
+        return self._proto.in_flight
+
+    @property
+    def load(self) -> int:
+        """In-flight plus queued requests (for least-loaded node selection)."""
+        return self._proto.in_flight + len(self._slot_waiters)
+
+    def version_for(self, api_key: int) -> int:
+        return negotiate_version(
+            api_key, self.api_versions, self.config.max_versions.get(api_key), node_id=self.node_id
+        )
+
+    # ------------------------------------------------------------------ connect
+
+    async def connect(self) -> None:
+        """Open the transport, negotiate versions and authenticate; raise on any failure."""
+        if self._state != "new":
+            raise E.IllegalStateError(f"connection is {self._state}")
+        self._state = "connecting"
+        start = self._loop.time()
+        try:
+            opener = self._opener or _open_tcp
+            await opener(self)
+            if self._transport is None:  # pragma: no cover - opener contract violation
+                raise E.KafkaConnectionError("opener did not establish a transport")
+            await self._negotiate_api_versions()
+            if self.config.uses_sasl:
+                await self._authenticate()
+        except BaseException as exc:
+            err = exc
+            if isinstance(exc, OSError | TimeoutError) and not isinstance(exc, E.KafkaError):
+                err = E.KafkaConnectionError(f"cannot connect to {self.host}:{self.port}: {exc}")
+            self.stats.connect_errors += 1
+            self._fail(
+                err if isinstance(err, Exception) else E.ClosedError("connect cancelled"), notify=False
+            )
+            self.hooks.call(
+                "on_broker_connect", self.node_id, self.host, self.port, self._loop.time() - start, err
+            )
+            if err is not exc:
+                raise err from exc
+            raise
+        if self._state != "connecting":  # closed while authenticating
+            raise self._close_exc or E.KafkaConnectionError("connection closed during setup")
+        self._state = "ready"
+        self.stats.connects += 1
+        self.last_used = self._loop.time()
+        log.debug("connected to node %s at %s:%s", self.node_id, self.host, self.port)
+        self.hooks.call(
+            "on_broker_connect", self.node_id, self.host, self.port, self._loop.time() - start, None
+        )
+
+    async def _negotiate_api_versions(self) -> None:
+        cap = self.config.max_versions.get(_API_VERSIONS_KEY)
+        version = ApiVersionsRequest.MAX_VERSION if cap is None else min(cap, ApiVersionsRequest.MAX_VERSION)
+        req = ApiVersionsRequest(
+            client_software_name=self.config.client_software_name,
+            client_software_version=self.config.client_software_version,
+        )
+        for _ in range(3):
+            resp = await self._request(
+                req, version, timeout_s=self.config.request_timeout_ms / 1000, internal=True
+            )
+            assert isinstance(resp, ApiVersionsResponse)
+            if resp.error_code == _UNSUPPORTED_VERSION:
+                theirs = {k.api_key: k.max_version for k in resp.api_keys}.get(_API_VERSIONS_KEY, 0)
+                new_version = min(version - 1, theirs)
+                if new_version < 0:
+                    break
+                version = new_version
+                continue
+            if resp.error_code:
+                raise E.error_for(resp.error_code, f"ApiVersions v{version} to {self.host}:{self.port}")
+            self.api_versions = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+            return
+        raise E.UnsupportedVersionError(
+            f"broker at {self.host}:{self.port} supports no usable ApiVersions version"
+        )
+
+    # ------------------------------------------------------------------ SASL
+
+    async def _mechanism(self) -> SaslMechanism:
+        cfg = self.config
+        if cfg.sasl_mechanism.upper() == "OAUTHBEARER":
+            provider = cfg.sasl_oauth_token_provider
+            assert provider is not None  # enforced by ClientConfig.validate
+            token = await provider()
+            return OAuthBearerMechanism(token)
+        return create_mechanism(
+            cfg.sasl_mechanism, username=cfg.sasl_plain_username, password=cfg.sasl_plain_password
+        )
+
+    async def _authenticate(self) -> None:
+        timeout = self.config.request_timeout_ms / 1000
+        mech = await self._mechanism()
+        hs_version = negotiate_version(_SASL_HANDSHAKE_KEY, self.api_versions, node_id=self.node_id)
+        if hs_version < 1:
+            raise E.UnsupportedVersionError(
+                f"broker {self.node_id} is too old for SaslAuthenticate (KIP-152)"
+            )
+        hs = await self._request(
+            SaslHandshakeRequest(mechanism=mech.name), hs_version, timeout_s=timeout, internal=True
+        )
+        assert isinstance(hs, SaslHandshakeResponse)
+        if hs.error_code:
+            raise E.error_for(hs.error_code, f"{mech.name} not enabled; broker offers {hs.mechanisms}")
+        auth_version = negotiate_version(_SASL_AUTHENTICATE_KEY, self.api_versions, node_id=self.node_id)
+        token: bytes | None = mech.initial_response()
+        lifetime = 0
+        while token is not None:
+            resp = await self._request(
+                SaslAuthenticateRequest(auth_bytes=token), auth_version, timeout_s=timeout, internal=True
+            )
+            assert isinstance(resp, SaslAuthenticateResponse)
+            if resp.error_code:
+                # The broker's message is about our credentials, never contains them.
+                raise E.error_for(resp.error_code, resp.error_message or f"{mech.name} authentication failed")
+            lifetime = resp.session_lifetime_ms
+            token = mech.step(bytes(resp.auth_bytes))
+        if not mech.complete:
+            raise E.AuthenticationError(f"{mech.name}: exchange ended before completion")
+        self.session_lifetime_ms = lifetime
+        if lifetime > 0:
+            delay = lifetime / 1000 * random.uniform(0.85, 0.95)
+            if self._reauth_task is None or self._reauth_task.done():
+                self._reauth_task = self._loop.create_task(self._reauthenticate_after(delay))
+            else:
+                self._reauth_delay = delay
+        log.debug(
+            "authenticated to node %s with %s (session lifetime %s ms)", self.node_id, mech.name, lifetime
+        )
+
+    _reauth_delay: float = 0.0
+
+    async def _reauthenticate_after(self, delay: float) -> None:
+        """KIP-368: re-authenticate before the broker's session expires (loops while open)."""
+        timeout = self.config.request_timeout_ms / 1000
+        while True:
+            self._reauth_delay = 0.0
+            await asyncio.sleep(delay)
+            if self._state != "ready":
+                return
+            self._gate.clear()  # hold new requests; let pipelined ones finish first
+            try:
+                async with asyncio.timeout(timeout):
+                    await self._drained.wait()
+                self.session_lifetime_ms = 0
+                await self._authenticate()
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:
+                log.warning("re-authentication to node %s failed: %s", self.node_id, exc)
+                self._fail(
+                    exc
+                    if isinstance(exc, E.KafkaError)
+                    else E.AuthenticationError(f"re-authentication failed: {exc}")
+                )
+                return
+            finally:
+                self._gate.set()
+            if not self._reauth_delay:
+                return
+            delay = self._reauth_delay
+
+    # ------------------------------------------------------------------ requests
+
+    async def send(
+        self, request: Request, version: int, *, expect_response: bool = True, timeout_s: float | None = None
+    ) -> Response | None:
+        """Send one request; see module docstring for the failure modes."""
+        if self._state != "ready":
+            raise self._unusable()
+        return await self._request(
+            request,
+            version,
+            expect_response=expect_response,
+            timeout_s=self.config.request_timeout_ms / 1000 if timeout_s is None else timeout_s,
+        )
+
+    def _unusable(self) -> BaseException:
+        if self._state == "closed":
+            return E.KafkaConnectionError(f"connection to node {self.node_id} is closed: {self._close_exc}")
+        return E.IllegalStateError(f"connection to node {self.node_id} is {self._state}")
+
+    async def _request(
+        self,
+        request: Request,
+        version: int,
+        *,
+        expect_response: bool = True,
+        timeout_s: float,
+        internal: bool = False,
+    ) -> Response | None:
+        entry: InFlight | None = None
+        holds_slot = False
+        try:
+            async with asyncio.timeout(timeout_s):
+                if not internal and not self._gate.is_set():
+                    await self._gate.wait()
+                if expect_response:
+                    await self._acquire_slot()
+                    holds_slot = True
+                if self._throttled_until and not internal:
+                    delay = self._throttled_until - self._loop.time()
+                    if delay > 0:
+                        await asyncio.sleep(delay)
+                entry = self._write(request, version, expect_response)
+                holds_slot = False  # now released when the response is read (or the connection fails)
+                if not self._can_write.is_set():
+                    await self._can_write.wait()
+                if entry is None:
+                    return None
+                waiter: asyncio.Future[Response] = entry.waiter
+                return await waiter
+        except TimeoutError as e:
+            if isinstance(e, E.KafkaError):
+                raise
+            if entry is not None and not entry.waiter.done():
+                # Written but unanswered: the broker is stuck or the network is gone.
+                err = E.KafkaTimeoutError(
+                    f"{api_name(request.API_KEY)} to node {self.node_id} got no response within {timeout_s * 1000:.0f} ms"
+                )
+                self._fail(
+                    E.KafkaConnectionError(
+                        f"connection to node {self.node_id} closed after a request timeout"
+                    )
+                )
+                raise err from None
+            if self._state == "closed" and self._close_exc is not None:
+                raise self._unusable() from None
+            raise E.KafkaTimeoutError(
+                f"{api_name(request.API_KEY)} to node {self.node_id} not sent within {timeout_s * 1000:.0f} ms"
+            ) from None
+        finally:
+            if holds_slot:
+                self._release_slot()
+
+    async def _acquire_slot(self) -> None:
+        if self._free_slots > 0 and not self._slot_waiters:
+            self._free_slots -= 1
+            return
+        fut: asyncio.Future[None] = self._loop.create_future()
+        self._slot_waiters.append(fut)
+        try:
+            await fut
+        except BaseException:
+            if fut.done() and not fut.cancelled() and fut.exception() is None:
+                self._release_slot()  # granted and then cancelled: hand it on
+            else:
+                try:
+                    self._slot_waiters.remove(fut)
+                except ValueError:
+                    pass
+            raise
+
+    def _release_slot(self) -> None:
+        while self._slot_waiters:
+            fut = self._slot_waiters.popleft()
+            if not fut.done():
+                fut.set_result(None)
+                return
+        self._free_slots += 1
+
+    def _write(self, request: Request, version: int, expect_response: bool) -> InFlight | None:
+        transport = self._transport
+        if transport is None or self._state == "closed":
+            raise self._unusable()
+        now = self._loop.time()
+        entry, frame = self._proto.send(request, version, expect_response=expect_response, now=now)
+        if entry is not None:
+            entry.waiter = self._loop.create_future()
+            self._drained.clear()
+            self.stats.in_flight += 1
+        transport.write(frame)
+        self.last_used = now
+        stats = self.stats
+        stats.requests += 1
+        stats.bytes_sent += len(frame)
+        if self.hooks.has("on_request_written"):
+            self.hooks.call("on_request_written", self.node_id, request.API_KEY, version, len(frame), None)
+        return entry
+
+    # ------------------------------------------------------------------ asyncio.Protocol
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        responses, error = self._proto.receive(data)
+        now = self._loop.time()
+        self.last_used = now
+        stats = self.stats
+        stats.bytes_received += len(data)
+        call_hooks = self.hooks.has("on_response_read")
+        for entry, resp, size in responses:
+            self._release_slot()
+            stats.in_flight -= 1
+            latency = now - entry.sent_at
+            stats.record_latency(latency)
+            throttle = getattr(resp, "throttle_time_ms", 0)
+            if throttle:
+                self._throttle(throttle, entry.api_key, now)
+            if call_hooks:
+                self.hooks.call(
+                    "on_response_read", self.node_id, entry.api_key, entry.api_version, size, latency, None
+                )
+            waiter = entry.waiter
+            if not waiter.done():
+                waiter.set_result(resp)
+        if not self._proto.in_flight:
+            self._drained.set()
+        if error is not None:
+            log.warning(
+                "corrupt response from node %s (%s:%s): %s", self.node_id, self.host, self.port, error
+            )
+            self._fail(error)
+
+    def _throttle(self, throttle_ms: int, api_key: int, now: float) -> None:
+        # KIP-219: the broker answered immediately and expects us to back off.
+        self._throttled_until = max(self._throttled_until, now + throttle_ms / 1000)
+        self.stats.throttle_ms_total += throttle_ms
+        if self.hooks.has("on_throttle"):
+            self.hooks.call("on_throttle", self.node_id, throttle_ms, api_key)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._state != "closed":
+            reason = f": {exc}" if exc else ""
+            self._fail(
+                E.KafkaConnectionError(
+                    f"connection to node {self.node_id} ({self.host}:{self.port}) lost{reason}"
+                )
+            )
+
+    def pause_writing(self) -> None:
+        self._can_write.clear()
+
+    def resume_writing(self) -> None:
+        self._can_write.set()
+
+    # ------------------------------------------------------------------ closing
+
+    def close(self, exc: BaseException | None = None) -> None:
+        """Close now; in-flight and queued requests fail with ``exc`` (default ``ClosedError``)."""
+        self._fail(exc or E.ClosedError(f"connection to node {self.node_id} closed"))
+
+    async def wait_closed(self) -> None:
+        task = self._reauth_task
+        if task is not None and not task.done() and task is not asyncio.current_task():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    def _fail(self, exc: BaseException, *, notify: bool = True) -> None:
+        if self._state == "closed":
+            return
+        was_ready = self._state == "ready"
+        self._state = "closed"
+        self._close_exc = exc
+        transport = self._transport
+        if transport is not None:
+            if isinstance(exc, E.CorruptFrameError):
+                transport.abort()
+            else:
+                transport.close()
+        pending = self._proto.pending()
+        stats = self.stats
+        stats.in_flight -= len(pending)
+        if pending:
+            stats.errors += len(pending)
+        now = self._loop.time()
+        for entry in pending:
+            waiter = entry.waiter
+            if waiter is not None and not waiter.done():
+                waiter.set_exception(_clone(exc))
+                # Retrieved by the caller, unless the caller is gone; never warn about it.
+                waiter.exception()
+            if self.hooks.has("on_response_read"):
+                self.hooks.call(
+                    "on_response_read",
+                    self.node_id,
+                    entry.api_key,
+                    entry.api_version,
+                    0,
+                    now - entry.sent_at,
+                    exc,
+                )
+        while self._slot_waiters:
+            fut = self._slot_waiters.popleft()
+            if not fut.done():
+                fut.set_exception(_clone(exc))
+                fut.exception()
+        self._can_write.set()
+        self._gate.set()
+        self._drained.set()
+        self._closed_event.set()
+        task = self._reauth_task
+        if task is not None and not task.done() and task is not asyncio.current_task():
+            task.cancel()
+        if was_ready:
+            stats.disconnects += 1
+            if isinstance(exc, E.ClosedError):
+                log.debug("closed connection to node %s", self.node_id)
+            else:
+                log.info("disconnected from node %s (%s:%s): %s", self.node_id, self.host, self.port, exc)
+            self.hooks.call("on_broker_disconnect", self.node_id, self.host, self.port)
+        if notify and self._on_close is not None:
+            self._on_close(self, exc)
+
+
+def _clone(exc: BaseException) -> BaseException:
+    """A fresh instance per waiter, so tracebacks of different callers do not pile up on one object."""
+    try:
+        new = type(exc).__new__(type(exc))
+        new.__dict__.update(getattr(exc, "__dict__", {}))
+        new.args = exc.args
+        return new
+    except Exception:  # pragma: no cover - exotic exception types
+        return exc
+
+
+async def _open_tcp(conn: BrokerConnection) -> None:
+    """Resolve the host and try each address in turn, each bounded by the setup timeout."""
+    cfg = conn.config
+    loop = asyncio.get_running_loop()
+    ctx: ssl.SSLContext | None = None
+    if cfg.uses_ssl:
+        ctx = cfg.ssl_context or ssl.create_default_context()
+    timeout = cfg.socket_connection_setup_timeout_ms / 1000
+    try:
+        async with asyncio.timeout(timeout):
+            infos = await loop.getaddrinfo(conn.host, conn.port, type=socket.SOCK_STREAM)
+    except (OSError, TimeoutError) as e:
+        raise E.KafkaConnectionError(f"cannot resolve {conn.host}:{conn.port}: {e}") from e
+    seen: set[Any] = set()
+    errors: list[str] = []
+    for family, _type, _proto, _canon, addr in infos:
+        if addr in seen:
+            continue
+        seen.add(addr)
+        try:
+            async with asyncio.timeout(timeout):
+                await loop.create_connection(
+                    lambda: conn,
+                    host=str(addr[0]),
+                    port=int(addr[1]),
+                    family=family,
+                    ssl=ctx,
+                    server_hostname=conn.host if ctx is not None else None,
+                )
+            return
+        except ssl.SSLError as e:
+            raise E.KafkaConnectionError(f"TLS handshake with {conn.host}:{conn.port} failed: {e}") from e
+        except (OSError, TimeoutError) as e:
+            errors.append(f"{addr[0]}: {e or type(e).__name__}")
+    raise E.KafkaConnectionError(
+        f"cannot connect to {conn.host}:{conn.port} ({'; '.join(errors) or 'no address'})"
+    )

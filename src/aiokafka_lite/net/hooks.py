@@ -1,0 +1,140 @@
+"""Observability: hook callbacks and per-broker metrics.
+
+Hooks are plain objects implementing any subset of the ``Hooks`` methods (in the
+spirit of franz-go's hooks): the client calls only the methods an object defines, so
+a hook class may implement just ``on_response_read``. Hooks run synchronously on the
+event loop, must be quick and must not raise (exceptions are logged and swallowed).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+__all__ = ["BrokerStats", "HookDispatcher", "Hooks"]
+
+log = logging.getLogger("aiokafka_lite.net.hooks")
+
+
+class Hooks(Protocol):
+    """Every callback is optional; ``node_id`` is negative for bootstrap connections."""
+
+    def on_broker_connect(
+        self, node_id: int, host: str, port: int, elapsed_s: float, error: BaseException | None
+    ) -> None:
+        """A connection attempt finished (``error`` is None on success, after ApiVersions/SASL)."""
+
+    def on_broker_disconnect(self, node_id: int, host: str, port: int) -> None:
+        """An established connection closed."""
+
+    def on_request_written(
+        self, node_id: int, api_key: int, api_version: int, bytes_written: int, error: BaseException | None
+    ) -> None:
+        """A request frame was handed to the transport."""
+
+    def on_response_read(
+        self,
+        node_id: int,
+        api_key: int,
+        api_version: int,
+        bytes_read: int,
+        latency_s: float,
+        error: BaseException | None,
+    ) -> None:
+        """A response arrived (or the request failed: timeout, disconnect, corrupt frame)."""
+
+    def on_throttle(self, node_id: int, throttle_ms: int, api_key: int) -> None:
+        """A broker reported quota throttling; the client delays further sends to it."""
+
+
+_HOOK_NAMES = (
+    "on_broker_connect",
+    "on_broker_disconnect",
+    "on_request_written",
+    "on_response_read",
+    "on_throttle",
+)
+
+
+class HookDispatcher:
+    """Calls every registered hook implementing a method; never propagates their errors."""
+
+    __slots__ = ("_by_name",)
+
+    def __init__(self) -> None:
+        self._by_name: dict[str, list[Any]] = {name: [] for name in _HOOK_NAMES}
+
+    def add(self, hooks: object) -> None:
+        found = False
+        for name in _HOOK_NAMES:
+            fn = getattr(hooks, name, None)
+            if callable(fn):
+                self._by_name[name].append(fn)
+                found = True
+        if not found:
+            raise TypeError(f"{type(hooks).__name__} implements none of the hook methods {_HOOK_NAMES}")
+
+    def has(self, name: str) -> bool:
+        return bool(self._by_name[name])
+
+    def call(self, name: str, *args: Any) -> None:
+        for fn in self._by_name[name]:
+            try:
+                fn(*args)
+            except Exception:
+                log.exception("hook %s raised; ignoring", name)
+
+
+@dataclass(slots=True)
+class BrokerStats:
+    """Counters for one broker, kept across reconnects."""
+
+    max_samples: int = 1024
+    requests: int = 0
+    errors: int = 0
+    bytes_sent: int = 0
+    bytes_received: int = 0
+    connects: int = 0
+    connect_errors: int = 0
+    disconnects: int = 0
+    throttle_ms_total: int = 0
+    in_flight: int = 0
+    latencies: deque[float] = field(default_factory=deque)
+
+    def record_latency(self, seconds: float) -> None:
+        lat = self.latencies
+        if len(lat) >= self.max_samples:
+            lat.popleft()
+        lat.append(seconds)
+
+    def snapshot(self) -> dict[str, Any]:
+        data = sorted(self.latencies)
+        return {
+            "requests": self.requests,
+            "errors": self.errors,
+            "bytes_sent": self.bytes_sent,
+            "bytes_received": self.bytes_received,
+            "connects": self.connects,
+            "connect_errors": self.connect_errors,
+            "disconnects": self.disconnects,
+            "throttle_ms_total": self.throttle_ms_total,
+            "in_flight": self.in_flight,
+            "latency_ms": {
+                "p50": _percentile(data, 50),
+                "p90": _percentile(data, 90),
+                "p99": _percentile(data, 99),
+                "max": data[-1] * 1000 if data else None,
+                "samples": len(data),
+            },
+        }
+
+
+def _percentile(sorted_data: list[float], pct: float) -> float | None:
+    """Nearest-rank percentile in milliseconds."""
+    if not sorted_data:
+        return None
+    rank = max(1, math.ceil(pct / 100 * len(sorted_data)))
+    return sorted_data[rank - 1] * 1000

@@ -1,0 +1,127 @@
+"""Sans-I/O client side of one Kafka connection.
+
+``ConnectionProtocol`` assigns correlation ids, encodes requests, remembers what is in
+flight and turns received bytes into ``(InFlight, Response)`` pairs. Kafka answers the
+requests of one connection in the order they were sent (requests without a response,
+Produce with acks=0, are not tracked), so a response whose correlation id is not the
+oldest outstanding one means the stream is out of sync: ``CorruptFrameError``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from aiokafka_lite.errors import CorruptFrameError
+from aiokafka_lite.wire.framing import DEFAULT_MAX_FRAME, FrameReader, decode_response_header, encode_request
+from aiokafka_lite.wire.message import Request, Response
+from aiokafka_lite.wire.messages import RESPONSES, ApiVersionsResponse
+
+__all__ = ["ConnectionProtocol", "InFlight"]
+
+_API_VERSIONS: Final = ApiVersionsResponse.API_KEY
+_MAX_CORRELATION_ID: Final = 2**31 - 1
+
+
+@dataclass(slots=True, eq=False)
+class InFlight:
+    """One request awaiting its response. ``waiter`` is the I/O shell's business."""
+
+    correlation_id: int
+    api_key: int
+    api_version: int
+    sent_at: float = 0.0
+    request_size: int = 0
+    waiter: Any = field(default=None, repr=False)
+
+
+class ConnectionProtocol:
+    """Request encoding and in-order response matching for one connection (no I/O)."""
+
+    __slots__ = ("_client_id", "_in_flight", "_next_id", "_reader", "bytes_received", "bytes_sent")
+
+    def __init__(
+        self, client_id: str | None = "aiokafka-lite", max_response_size: int = DEFAULT_MAX_FRAME
+    ) -> None:
+        self._client_id = client_id
+        self._next_id = 0
+        self._in_flight: deque[InFlight] = deque()
+        self._reader = FrameReader(max_response_size)
+        self.bytes_sent = 0
+        self.bytes_received = 0
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._in_flight)
+
+    def pending(self) -> list[InFlight]:
+        return list(self._in_flight)
+
+    def oldest(self) -> InFlight | None:
+        return self._in_flight[0] if self._in_flight else None
+
+    def send(
+        self, request: Request, version: int, *, expect_response: bool = True, now: float = 0.0
+    ) -> tuple[InFlight | None, bytes]:
+        """Encode ``request``; returns its in-flight record (None without response) and the frame."""
+        corr = self._next_id
+        self._next_id = 0 if corr >= _MAX_CORRELATION_ID else corr + 1
+        frame = encode_request(request, version, corr, self._client_id)
+        self.bytes_sent += len(frame)
+        if not expect_response:
+            return None, frame
+        entry = InFlight(corr, request.API_KEY, version, now, len(frame))
+        self._in_flight.append(entry)
+        return entry, frame
+
+    def receive(
+        self, data: bytes | bytearray | memoryview
+    ) -> tuple[list[tuple[InFlight, Response, int]], CorruptFrameError | None]:
+        """Feed received bytes.
+
+        Returns ``(request, decoded response, frame size)`` for every complete frame,
+        plus the error that broke the stream, if any (``FrameTooLargeError`` for
+        oversized frames): responses decoded before it are still delivered, the
+        connection must then be closed and the rest of ``pending()`` failed.
+        """
+        self.bytes_received += len(data)
+        try:
+            frames = self._reader.feed(data)
+        except CorruptFrameError as e:
+            return [], e
+        out: list[tuple[InFlight, Response, int]] = []
+        in_flight = self._in_flight
+        for frame in frames:
+            if not in_flight:
+                return out, CorruptFrameError("response received while no request is in flight")
+            entry = in_flight[0]
+            try:
+                resp = self._decode(entry, frame)
+            except CorruptFrameError as e:
+                return out, e
+            in_flight.popleft()
+            out.append((entry, resp, len(frame) + 4))
+        return out, None
+
+    @staticmethod
+    def _decode(entry: InFlight, frame: bytes) -> Response:
+        corr, r = decode_response_header(frame, entry.api_key, entry.api_version)
+        if corr != entry.correlation_id:
+            raise CorruptFrameError(
+                f"correlation id mismatch: got {corr}, expected {entry.correlation_id} "
+                f"(api key {entry.api_key})"
+            )
+        cls = RESPONSES[entry.api_key]
+        if entry.api_key == _API_VERSIONS and entry.api_version > 0:
+            # A broker that does not support our ApiVersions version answers in v0
+            # format with UNSUPPORTED_VERSION and its supported range (KIP-511).
+            start = r.pos
+            if r.remaining() >= 2 and int.from_bytes(r.buf[start : start + 2], "big", signed=True) == 35:
+                return cls.decode_from(r, 0)
+            try:
+                return cls.decode_from(r, entry.api_version)
+            except CorruptFrameError:
+                r.pos = start
+                return cls.decode_from(r, 0)
+        return cls.decode_from(r, entry.api_version)
