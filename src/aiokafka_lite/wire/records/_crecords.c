@@ -423,8 +423,9 @@ decode_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             PyList_SET_ITEM(headers, h, pair);
         }
         if (p != rec_end) {
-            PyErr_Format(CorruptRecordError, "record %zd: record length mismatch (%+zd bytes)", i,
-                         (Py_ssize_t)(p - rec_end));
+            Py_ssize_t diff = (Py_ssize_t)(p - rec_end);
+            PyErr_Format(CorruptRecordError, "record %zd: record length mismatch (%s%zd bytes)", i,
+                         diff >= 0 ? "+" : "", diff);
             goto fail;
         }
         if (klen >= 0) {
