@@ -1247,3 +1247,13 @@ class RecordDeserializationError(KafkaError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.args[0], self.topic, self.partition, self.offset))
+
+
+# --------------------------------------------------------------------------------------
+# Producer errors (appended by the producer engineer).
+
+
+class ProducerRecordTooLargeError(RecordTooLargeError, MessageSizeTooLargeError):
+    """A record exceeds the producer's ``max_request_size`` or ``buffer_memory``; it was
+    rejected before being buffered. Catch it as ``MessageSizeTooLargeError`` (what the
+    Java client raises for this case) or as ``RecordTooLargeError`` (client-side limit)."""
