@@ -145,20 +145,22 @@ def decompress_to_buffer(
         raise ValueError("max_size must be >= 0")
     if codec is Compression.NONE:
         if len(data) > max_size:
-            raise CorruptRecordError(f"uncompressed data of {len(data)} bytes exceeds cap of {max_size}")
+            raise CorruptRecordError(
+                f"uncompressed data of {len(data)} bytes exceeds cap of {max_size} bytes"
+            )
         return bytes(data)
     if codec is Compression.SNAPPY:
         return _snappy_decompress(data, max_size)
     if codec is Compression.GZIP:
         return _bounded_decompress(
-            "GZIP", cramjam.gzip.decompress_into, data, _gzip_size_hint(data), max_size, _MAX_RATIO_GZIP
+            "GZIP", cramjam.gzip.decompress_into, data, _gzip_sizes(data), max_size, _MAX_RATIO_GZIP
         )
     if codec is Compression.LZ4:
         return _bounded_decompress(
-            "LZ4", cramjam.lz4.decompress_into, data, _lz4_size_hint(data), max_size, _MAX_RATIO_LZ4
+            "LZ4", cramjam.lz4.decompress_into, data, _lz4_sizes(data), max_size, _MAX_RATIO_LZ4
         )
     return _bounded_decompress(
-        "ZSTD", cramjam.zstd.decompress_into, data, _zstd_size_hint(data), max_size, _MAX_RATIO_ZSTD
+        "ZSTD", cramjam.zstd.decompress_into, data, _zstd_sizes(data), max_size, _MAX_RATIO_ZSTD
     )
 
 
@@ -167,29 +169,38 @@ def _is_buffer_full(exc: Exception) -> bool:
     return any(marker in text for marker in _BUFFER_FULL_MARKERS)
 
 
+# (guaranteed minimum output size, initial buffer size) derived from container headers;
+# ``None`` when the layout is not understood (the decoder then reports the problem).
+Sizes = tuple[int, int] | None
+
+
 def _bounded_decompress(
     name: str,
     fn: Callable[[Buffer, bytearray], int],
     data: Buffer,
-    hint: int | None,
+    sizes: Sizes,
     max_size: int,
     max_ratio: int,
 ) -> bytearray:
     """Decompress into a buffer that doubles (re-decompressing) until the output fits.
 
     cramjam's ``decompress_into`` stops with an error as soon as the output buffer is
-    full, so memory never exceeds the current buffer; doubling keeps total work within
-    ~2x of a single pass even when no size hint is available.
+    full, so memory never exceeds the current buffer, which never exceeds ``max_size``
+    (nor what the format could produce from ``len(data)`` bytes). Doubling keeps total
+    work within ~2x of one pass; with a good initial size there is a single pass.
     """
     n_in = len(data)
+    if sizes is not None and sizes[0] > max_size:
+        raise CorruptRecordError(f"{name} decompressed size exceeds cap of {max_size} bytes")
     ceiling = min(max_size, n_in * max_ratio + _INITIAL_MIN)
-    size = hint if hint is not None else n_in * 4
+    size = sizes[1] if sizes is not None else n_in * 4
     size = max(min(size, ceiling), min(_INITIAL_MIN, ceiling))
     while True:
         out = bytearray(size)
         try:
             written = fn(data, out)
         except cramjam.DecompressionError as exc:
+            del out  # free before allocating the next, larger buffer
             if not _is_buffer_full(exc):
                 raise CorruptRecordError(f"{name} decompression failed: {exc}") from None
             if size >= ceiling:
@@ -207,11 +218,11 @@ def _bounded_decompress(
         return out
 
 
-def _gzip_size_hint(data: Buffer) -> int | None:
-    # ISIZE: uncompressed length mod 2**32 of the last member; only a hint.
+def _gzip_sizes(data: Buffer) -> Sizes:
+    # ISIZE: uncompressed length mod 2**32 of the last member; only a guess.
     if len(data) < 18:
         return None
-    return int(_U32LE.unpack_from(data, len(data) - 4)[0])
+    return 0, int(_U32LE.unpack_from(data, len(data) - 4)[0])
 
 
 _LZ4_MAGIC: Final = 0x184D2204
@@ -224,16 +235,17 @@ def _is_skippable(magic: int) -> bool:
     return magic & 0xFFFFFFF0 == 0x184D2A50
 
 
-def _lz4_size_hint(data: Buffer) -> int | None:
-    """Upper bound on the decompressed size from the frames' block headers.
+def _lz4_sizes(data: Buffer) -> Sizes:
+    """Walk the frames' block headers: stored blocks are exact, compressed blocks are
+    bounded by the frame's block size (and lz4's ~255x ratio).
 
-    Walking block headers is cheap (one step per 64 KiB+ block) and, unlike the
-    optional content-size field, gives a bound that holds for any well-formed frame,
-    so the output buffer is allocated once. ``None`` if the layout is not understood.
+    This costs one step per 64 KiB+ block and, unlike the optional content-size field,
+    yields an upper bound that holds for any well-formed frame, so the output buffer
+    is allocated once.
     """
     n = len(data)
     pos = 0
-    total = 0
+    lower = upper = 0
     while pos < n:
         if n - pos < 8:
             return None
@@ -257,22 +269,25 @@ def _lz4_size_hint(data: Buffer) -> int | None:
             if size == 0:
                 break
             raw = size & 0x7FFFFFFF
-            # uncompressed block: exact; compressed: lz4 expands at most ~255x
-            total += raw if size & 0x80000000 else min(block_max, raw * 256 + 64)
+            if size & 0x80000000:
+                lower += raw
+                upper += raw
+            else:
+                upper += min(block_max, raw * 256 + 64)
             pos += raw + block_checksum
             if pos > n:
                 return None
         pos += 4 if flg & 0x04 else 0
-    return total
+    return lower, upper
 
 
-def _zstd_size_hint(data: Buffer) -> int | None:
-    """Upper bound on the decompressed size: frame content sizes when declared (the
-    decoder enforces them), else a walk over block headers (raw/RLE blocks are exact,
-    compressed blocks are at most 128 KiB). ``None`` if the layout is not understood."""
+def _zstd_sizes(data: Buffer) -> Sizes:
+    """Frame content sizes when declared (the decoder enforces them, so they are exact),
+    else a walk over block headers: raw/RLE blocks are exact, compressed blocks hold at
+    most 128 KiB."""
     n = len(data)
     pos = 0
-    total = 0
+    lower = upper = 0
     while pos < n:
         if n - pos < 8:
             return None
@@ -292,7 +307,7 @@ def _zstd_size_hint(data: Buffer) -> int | None:
         if fcs_size:
             declared = int.from_bytes(data[pos : pos + fcs_size], "little") + (256 if fcs_size == 2 else 0)
         pos += fcs_size
-        frame_total = 0
+        exact = bound = 0
         while True:
             if n - pos < 3:
                 return None
@@ -301,13 +316,15 @@ def _zstd_size_hint(data: Buffer) -> int | None:
             kind = (header >> 1) & 3
             size = header >> 3
             if kind == 0:  # raw
-                frame_total += size
+                exact += size
+                bound += size
                 pos += size
             elif kind == 1:  # RLE: one byte repeated `size` times
-                frame_total += size
+                exact += size
+                bound += size
                 pos += 1
             elif kind == 2:
-                frame_total += _ZSTD_BLOCK_MAX
+                bound += _ZSTD_BLOCK_MAX
                 pos += size
             else:
                 return None
@@ -316,8 +333,9 @@ def _zstd_size_hint(data: Buffer) -> int | None:
             if header & 1:
                 break
         pos += 4 if fhd & 0x04 else 0
-        total += min(frame_total, declared) if declared is not None else frame_total
-    return total
+        lower += declared if declared is not None else exact
+        upper += min(bound, declared) if declared is not None else bound
+    return lower, upper
 
 
 def _xerial_compress(data: Buffer) -> bytes:
