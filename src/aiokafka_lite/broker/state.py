@@ -182,6 +182,8 @@ class ClusterState:
         # Long-lived parts registered by optional modules (group/transaction coordinators).
         self.services: dict[str, Service] = {}
         self.storage: Storage | None = None
+        # Per-cluster state of core handlers (e.g. "fetch_sessions": broker id -> cache).
+        self.extensions: dict[str, Any] = {}
         self._next_producer_id = 1000
         self._listeners: list[MetadataListener] = []
         self._rr = 0  # round-robin start for new partitions' leaders
@@ -201,20 +203,21 @@ class ClusterState:
 
     def set_broker_alive(self, broker_id: int, alive: bool) -> None:
         """Marks a broker up or down; leaders of a downed broker move to live brokers."""
-        info = self.brokers[broker_id]
-        info.alive = alive
-        if alive:
-            for p in self.iter_partitions():
-                if broker_id in p.replicas and broker_id not in p.isr:
-                    p.isr.append(broker_id)
-                if not self.is_alive(p.leader_id):
-                    self._elect(p)
-        else:
-            for p in self.iter_partitions():
-                if broker_id in p.isr and len(p.isr) > 1:
-                    p.isr.remove(broker_id)
-                if p.leader_id == broker_id:
-                    self._elect(p)
+        self.set_brokers_alive([broker_id], alive)
+
+    def set_brokers_alive(self, broker_ids: Iterable[int], alive: bool) -> None:
+        ids = set(broker_ids)
+        for bid in ids:
+            self.brokers[bid].alive = alive
+        for p in self.iter_partitions():
+            if alive:
+                for bid in ids:
+                    if bid in p.replicas and bid not in p.isr:
+                        p.isr.append(bid)
+            else:
+                p.isr[:] = [r for r in p.isr if r not in ids] or p.isr[:1]
+            if not self.is_alive(p.leader_id):
+                self._elect(p)
         self.changed()
 
     def _elect(self, p: Partition) -> None:

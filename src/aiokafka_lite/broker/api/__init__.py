@@ -1,0 +1,29 @@
+"""The broker's core API handlers (everything but the group and transaction coordinators)."""
+
+from __future__ import annotations
+
+from aiokafka_lite.broker.api import admin, fetch, meta, offsets, produce
+from aiokafka_lite.broker.context import HandlerRegistry, RequestContext
+from aiokafka_lite.broker.state import ClusterState
+from aiokafka_lite.wire.message import Request, Response
+from aiokafka_lite.wire.messages import SaslAuthenticateRequest, SaslHandshakeRequest
+
+__all__ = ["register_core_handlers"]
+
+
+async def _connection_level(ctx: RequestContext, req: Request) -> Response:
+    # SASL requests change the connection's state, so the connection loop serves them;
+    # these entries only advertise the versions.
+    raise RuntimeError("SASL requests are served by the connection")
+
+
+def register_core_handlers(registry: HandlerRegistry, state: ClusterState) -> None:
+    meta.register(registry)
+    admin.register(registry)
+    produce.register(registry)
+    fetch.register(registry, state)
+    offsets.register(registry)
+    registry.register(SaslHandshakeRequest.API_KEY, _connection_level, 0, SaslHandshakeRequest.MAX_VERSION)
+    registry.register(
+        SaslAuthenticateRequest.API_KEY, _connection_level, 0, SaslAuthenticateRequest.MAX_VERSION
+    )

@@ -1,0 +1,170 @@
+"""ApiVersions, Metadata, DescribeCluster."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Final
+
+from aiokafka_lite.broker.context import HandlerRegistry, RequestContext
+from aiokafka_lite.broker.state import ClusterState, Topic
+from aiokafka_lite.errors import (
+    BrokerResponseError,
+    InvalidRequestError,
+    InvalidTopicError,
+    LeaderNotAvailableError,
+    UnknownTopicIdError,
+    UnknownTopicOrPartitionError,
+    UnsupportedVersionError,
+)
+from aiokafka_lite.wire.message import Request, Response
+from aiokafka_lite.wire.messages import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+    MetadataRequest,
+    MetadataResponse,
+)
+from aiokafka_lite.wire.primitives import ZERO_UUID
+
+__all__ = ["register"]
+
+# AclOperation codes (READ=3 ... IDEMPOTENT_WRITE=12) as authorized-operations bit sets:
+# there is no authorizer, so everything applicable is allowed.
+TOPIC_OPERATIONS: Final = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+CLUSTER_OPERATIONS: Final = sum(1 << op for op in (4, 5, 7, 8, 9, 10, 11, 12))
+OMITTED_OPERATIONS: Final = -(2**31)
+
+
+def register(registry: HandlerRegistry) -> None:
+    async def api_versions(ctx: RequestContext, req: Request) -> Response:
+        assert isinstance(req, ApiVersionsRequest)
+        return ApiVersionsResponse(
+            error_code=0,
+            api_keys=[
+                ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
+                for k, lo, hi in registry.version_ranges()
+            ],
+        )
+
+    registry.register(ApiVersionsRequest.API_KEY, api_versions, 0, ApiVersionsRequest.MAX_VERSION)
+    registry.register(MetadataRequest.API_KEY, metadata, 0, MetadataRequest.MAX_VERSION)
+    registry.register(DescribeClusterRequest.API_KEY, describe_cluster, 0, DescribeClusterRequest.MAX_VERSION)
+
+
+def _topic_metadata(
+    state: ClusterState, topic: Topic, include_ops: bool
+) -> MetadataResponse.MetadataResponseTopic:
+    parts = []
+    for p in topic.partitions:
+        alive = state.is_alive(p.leader_id)
+        parts.append(
+            MetadataResponse.MetadataResponsePartition(
+                error_code=0 if alive else LeaderNotAvailableError.code,
+                partition_index=p.index,
+                leader_id=p.leader_id if alive else -1,
+                leader_epoch=p.leader_epoch,
+                replica_nodes=list(p.replicas),
+                isr_nodes=[r for r in p.isr if state.is_alive(r)] or ([p.leader_id] if alive else []),
+                offline_replicas=[r for r in p.replicas if not state.is_alive(r)],
+            )
+        )
+    return MetadataResponse.MetadataResponseTopic(
+        error_code=0,
+        name=topic.name,
+        topic_id=topic.topic_id,
+        is_internal=topic.internal,
+        partitions=parts,
+        topic_authorized_operations=TOPIC_OPERATIONS if include_ops else OMITTED_OPERATIONS,
+    )
+
+
+def _error_topic(
+    name: str | None, topic_id: uuid.UUID, err: type[BrokerResponseError]
+) -> MetadataResponse.MetadataResponseTopic:
+    return MetadataResponse.MetadataResponseTopic(error_code=err.code, name=name, topic_id=topic_id)
+
+
+async def metadata(ctx: RequestContext, req: Request) -> Response:
+    assert isinstance(req, MetadataRequest)
+    state = ctx.cluster
+    v = ctx.api_version
+    include_ops = req.include_topic_authorized_operations
+    topics: list[MetadataResponse.MetadataResponseTopic] = []
+    want_all = req.topics is None or (v == 0 and not req.topics)
+    if want_all:
+        topics = [_topic_metadata(state, t, include_ops) for t in state.visible_topics()]
+    else:
+        auto = state.config.auto_create_topics and (req.allow_auto_topic_creation or v < 4)
+        for rt in req.topics or []:
+            if rt.name is None or (v >= 10 and rt.topic_id != ZERO_UUID and not rt.name):
+                t = state.topics_by_id.get(rt.topic_id)
+                if t is None:
+                    topics.append(_error_topic(None, rt.topic_id, UnknownTopicIdError))
+                else:
+                    topics.append(_topic_metadata(state, t, include_ops))
+                continue
+            name = rt.name
+            t = state.get_topic(name)
+            if t is None:
+                try:
+                    state.validate_topic_name(name)
+                except InvalidTopicError:
+                    topics.append(_error_topic(name, ZERO_UUID, InvalidTopicError))
+                    continue
+                if not auto:
+                    topics.append(_error_topic(name, ZERO_UUID, UnknownTopicOrPartitionError))
+                    continue
+                try:
+                    t = state.create_topic(name, -1, -1)
+                except BrokerResponseError as e:
+                    topics.append(_error_topic(name, ZERO_UUID, type(e)))
+                    continue
+            topics.append(_topic_metadata(state, t, include_ops))
+    return MetadataResponse(
+        brokers=[
+            MetadataResponse.MetadataResponseBroker(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
+            for b in sorted(state.live_brokers(), key=lambda b: b.node_id)
+        ],
+        cluster_id=state.cluster_id,
+        controller_id=state.controller_id,
+        topics=topics,
+        cluster_authorized_operations=CLUSTER_OPERATIONS
+        if req.include_cluster_authorized_operations
+        else OMITTED_OPERATIONS,
+    )
+
+
+async def describe_cluster(ctx: RequestContext, req: Request) -> Response:
+    assert isinstance(req, DescribeClusterRequest)
+    state = ctx.cluster
+    if req.endpoint_type not in (1, 2):
+        return DescribeClusterResponse(
+            error_code=InvalidRequestError.code, error_message=f"unknown endpoint type {req.endpoint_type}"
+        )
+    if req.endpoint_type == 2:
+        # Controllers: the embedded cluster has no separate controller quorum.
+        return DescribeClusterResponse(
+            error_code=UnsupportedVersionError.code,
+            error_message="this cluster has no controller endpoints",
+            endpoint_type=2,
+            cluster_id=state.cluster_id,
+        )
+    brokers = sorted(state.brokers.values(), key=lambda b: b.node_id)
+    v = ctx.api_version
+    return DescribeClusterResponse(
+        error_code=0,
+        endpoint_type=1 if v >= 1 else 0,
+        cluster_id=state.cluster_id,
+        controller_id=state.controller_id,
+        brokers=[
+            DescribeClusterResponse.DescribeClusterBroker(
+                broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack, is_fenced=not b.alive and v >= 2
+            )
+            for b in brokers
+            if b.alive or req.include_fenced_brokers
+        ],
+        cluster_authorized_operations=CLUSTER_OPERATIONS
+        if req.include_cluster_authorized_operations
+        else OMITTED_OPERATIONS,
+    )

@@ -1,0 +1,351 @@
+"""``EmbeddedCluster``: a Kafka-compatible cluster of N brokers in this event loop.
+
+    async with EmbeddedCluster(brokers=3) as cluster:
+        producer = Producer(bootstrap_servers=cluster.bootstrap)
+        cluster.inject_error(ProduceRequest, NotLeaderOrFollowerError.code, count=2)
+        await cluster.stop_broker(2)
+
+All brokers share one ``ClusterState`` (topics, logs, coordinators); each has its own
+listener. The control methods below are the fault-injection toolkit for reliability
+tests, modelled on franz-go kfake's control functions.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import ssl
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any, Literal, Self
+
+from aiokafka_lite.broker.api import register_core_handlers
+from aiokafka_lite.broker.context import HandlerRegistry, Service
+from aiokafka_lite.broker.faults import Faults, Observer, RequestRecorder
+from aiokafka_lite.broker.sasl import ServerPlain, ServerScram, scram_credential
+from aiokafka_lite.broker.server import BrokerServer, MechanismFactory, SaslSettings
+from aiokafka_lite.broker.state import BrokerConfig, BrokerInfo, ClusterState, Topic
+from aiokafka_lite.broker.storage import FsyncPolicy, Storage
+from aiokafka_lite.errors import ConfigError, IllegalStateError, UnknownTopicOrPartitionError
+from aiokafka_lite.wire.message import Request
+
+__all__ = ["DEFAULT_SASL_MECHANISMS", "EmbeddedCluster"]
+
+log = logging.getLogger("aiokafka_lite.broker")
+
+DEFAULT_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+ApiKey = int | type[Request]
+
+# Optional parts: (module, registration function). Each is called with (registry, state).
+_OPTIONAL_PARTS = (
+    ("aiokafka_lite.broker.groups", "register_group_handlers"),
+    ("aiokafka_lite.broker.transactions", "register_txn_handlers"),
+)
+
+
+def _key(api_key: ApiKey | None) -> int | None:
+    if api_key is None or isinstance(api_key, int):
+        return api_key
+    return api_key.API_KEY
+
+
+class EmbeddedCluster:
+    """An in-process Kafka-compatible cluster for development and tests.
+
+    ``port=0`` gives every broker a free port; a fixed ``port`` gives broker *i* (0-based)
+    ``port + i``. Broker ids are 1..``brokers``. ``topics`` maps names to partition
+    counts to create at start. ``sasl_users`` (username -> password) turns on SASL
+    (PLAIN and SCRAM-SHA-256/512 by default) on every listener; ``ssl_context`` (a server
+    context) turns on TLS. ``data_dir`` makes logs and metadata persist across restarts
+    (see ``broker.storage`` for the fsync policy).
+    """
+
+    def __init__(
+        self,
+        brokers: int = 1,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        topics: Mapping[str, int] | None = None,
+        data_dir: str | os.PathLike[str] | None = None,
+        fsync: FsyncPolicy = "shutdown",
+        ssl_context: ssl.SSLContext | None = None,
+        sasl_users: Mapping[str, str] | None = None,
+        sasl_mechanisms: Sequence[str] = DEFAULT_SASL_MECHANISMS,
+        auto_create_topics: bool = True,
+        default_partitions: int = 1,
+        config: BrokerConfig | None = None,
+        cluster_id: str | None = None,
+        racks: Sequence[str | None] | None = None,
+    ) -> None:
+        if brokers < 1:
+            raise ConfigError("a cluster needs at least one broker")
+        if racks is not None and len(racks) != brokers:
+            raise ConfigError("racks must name one rack (or None) per broker")
+        self.config = config or BrokerConfig(
+            auto_create_topics=auto_create_topics, default_partitions=default_partitions
+        )
+        self.state = ClusterState(self.config, cluster_id=cluster_id)
+        self.registry = HandlerRegistry()
+        self.faults = Faults()
+        self.host = host
+        self._initial_topics = dict(topics or {})
+        self._data_dir = data_dir
+        self._fsync: FsyncPolicy = fsync
+        self._sasl = self._sasl_settings(sasl_users, sasl_mechanisms) if sasl_users is not None else None
+        self.sasl_users = dict(sasl_users) if sasl_users is not None else None
+        self.ssl_context = ssl_context
+        self.brokers: list[BrokerServer] = []
+        for i in range(brokers):
+            node_id = i + 1
+            self.state.brokers[node_id] = BrokerInfo(
+                node_id, host, port + i if port else 0, racks[i] if racks else None
+            )
+            self.brokers.append(
+                BrokerServer(
+                    node_id,
+                    self.state,
+                    self.registry,
+                    self.faults,
+                    host=host,
+                    port=port + i if port else 0,
+                    ssl_context=ssl_context,
+                    sasl=self._sasl,
+                )
+            )
+        self._started = False
+        self._services_started: list[Service] = []
+        self.optional_parts: dict[str, bool] = {}
+
+    @staticmethod
+    def _sasl_settings(users: Mapping[str, str], mechanisms: Sequence[str]) -> SaslSettings:
+        factories: dict[str, MechanismFactory] = {}
+        users = dict(users)
+        for name in mechanisms:
+            if name == "PLAIN":
+                factories[name] = lambda: ServerPlain(users)
+            elif name in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+                h: Any = name.removeprefix("SCRAM-")
+                creds = {u: scram_credential(pw, h) for u, pw in users.items()}
+                factories[name] = lambda creds=creds, h=h: ServerScram(creds, h)  # type: ignore[misc]
+            else:
+                raise ConfigError(f"unsupported SASL mechanism {name!r}")
+        return SaslSettings(factories)
+
+    # -- lifecycle -----------------------------------------------------------------
+    async def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        try:
+            if self._data_dir is not None:
+                storage = Storage(self._data_dir, self._fsync)
+                storage.load(self.state)
+                self.state.storage = storage
+            register_core_handlers(self.registry, self.state)
+            self._register_optional_parts()
+            for b in self.brokers:
+                await b.start(mark_alive=False)
+            # All at once, so that loaded partitions keep their leaders.
+            self.state.set_brokers_alive([b.node_id for b in self.brokers], True)
+            for name, count in self._initial_topics.items():
+                if name not in self.state.topics:
+                    self.state.create_topic(name, count)
+            for svc in list(self.state.services.values()):
+                await svc.start()
+                self._services_started.append(svc)
+        except BaseException:
+            await self.close()
+            raise
+
+    def _register_optional_parts(self) -> None:
+        for modname, fname in _OPTIONAL_PARTS:
+            try:
+                mod = importlib.import_module(modname)
+            except ModuleNotFoundError as e:
+                if e.name != modname:
+                    log.exception("%s failed to import; its APIs are not served", modname)
+                else:
+                    log.warning(
+                        "%s is not available: its APIs are not served by the embedded broker", modname
+                    )
+                self.optional_parts[modname] = False
+                continue
+            except Exception:
+                log.exception("%s failed to import; its APIs are not served", modname)
+                self.optional_parts[modname] = False
+                continue
+            fn = getattr(mod, fname, None)
+            if fn is None:
+                log.warning("%s has no %s(): its APIs are not served", modname, fname)
+                self.optional_parts[modname] = False
+                continue
+            fn(self.registry, self.state)
+            self.optional_parts[modname] = True
+
+    async def close(self) -> None:
+        """Stops services and brokers; with a data dir, syncs and closes the files."""
+        if not self._started:
+            return
+        self._started = False
+        for svc in reversed(self._services_started):
+            try:
+                await svc.stop()
+            except Exception:
+                log.exception("stopping %r failed", svc)
+        self._services_started.clear()
+        for b in self.brokers:
+            await b.stop()
+        if self.state.storage is not None:
+            self.state.storage.close()
+            self.state.storage = None
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    # -- addresses -------------------------------------------------------------------
+    @property
+    def bootstrap(self) -> str:
+        """``host:port,...`` of the running brokers."""
+        return ",".join(b.address for b in self.brokers if b.running)
+
+    @property
+    def bootstrap_servers(self) -> list[str]:
+        return [b.address for b in self.brokers if b.running]
+
+    def broker(self, node_id: int) -> BrokerServer:
+        for b in self.brokers:
+            if b.node_id == node_id:
+                return b
+        raise ConfigError(f"no broker {node_id}")
+
+    # -- topics ----------------------------------------------------------------------
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        replication_factor: int = -1,
+        configs: Mapping[str, str] | None = None,
+    ) -> Topic:
+        return self.state.create_topic(name, partitions, replication_factor, dict(configs or {}))
+
+    def delete_topic(self, name: str) -> None:
+        self.state.delete_topic(name)
+
+    def topic(self, name: str) -> Topic:
+        t = self.state.get_topic(name)
+        if t is None:
+            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        return t
+
+    def high_watermark(self, topic: str, partition: int) -> int:
+        return self.state.require_partition(topic, partition).log.high_watermark
+
+    # -- fault injection -------------------------------------------------------------
+    def inject_error(
+        self, api_key: ApiKey, error_code: int, count: int | None = 1, *, broker_id: int | None = None
+    ) -> None:
+        """The next ``count`` requests of ``api_key`` (on ``broker_id`` or any broker) are
+        answered with ``error_code`` in every error field of the response, without being
+        executed. ``count=None``: until ``clear_faults``."""
+        key = _key(api_key)
+        assert key is not None
+        self.faults.add_error(key, error_code, count, broker_id)
+
+    def add_latency(
+        self,
+        api_key: ApiKey | None,
+        seconds: float,
+        count: int | None = None,
+        *,
+        broker_id: int | None = None,
+    ) -> None:
+        """Delays the next ``count`` requests of ``api_key`` (``None``: every API) by ``seconds``
+        before they are executed. ``count=None``: until ``clear_faults``."""
+        self.faults.add_latency(_key(api_key), seconds, count, broker_id)
+
+    def drop_connection(
+        self,
+        api_key: ApiKey | None,
+        count: int | None = 1,
+        *,
+        broker_id: int | None = None,
+        when: Literal["before", "after"] = "before",
+    ) -> None:
+        """Closes the connection of the next ``count`` requests of ``api_key`` mid-request:
+        ``when="before"`` drops it unexecuted, ``"after"`` executes it and loses the response."""
+        self.faults.add_drop(_key(api_key), count, broker_id, when)
+
+    def clear_faults(self) -> None:
+        """Removes every injected error, latency and drop rule (observers stay)."""
+        self.faults.clear()
+
+    def close_connections(self, broker_id: int | None = None) -> None:
+        """Abruptly closes every client connection (of one broker, or all)."""
+        for b in self.brokers:
+            if broker_id is None or b.node_id == broker_id:
+                b.close_connections()
+
+    async def stop_broker(self, node_id: int) -> None:
+        """Stops a broker like a crash: its connections drop, it vanishes from metadata and
+        the partitions it led move to live brokers with a bumped leader epoch."""
+        await self.broker(node_id).stop()
+
+    async def start_broker(self, node_id: int) -> None:
+        """Restarts a stopped broker on its previous port. Leadership does not move back
+        by itself (use ``move_leader``)."""
+        if not self._started:
+            raise IllegalStateError("the cluster is not running")
+        await self.broker(node_id).start()
+
+    async def restart_broker(self, node_id: int) -> None:
+        await self.stop_broker(node_id)
+        await self.start_broker(node_id)
+
+    def move_leader(self, topic: str, partition: int, broker_id: int | None = None) -> tuple[int, int]:
+        """Moves a partition's leadership (default: to the next live broker) and bumps its
+        leader epoch. Returns (new leader id, new leader epoch)."""
+        p = self.state.require_partition(topic, partition)
+        if broker_id is None:
+            live = sorted(b.node_id for b in self.state.live_brokers())
+            if not live:
+                raise IllegalStateError("no live broker")
+            later = [b for b in live if b > p.leader_id]
+            broker_id = later[0] if later else live[0]
+        elif not self.state.is_alive(broker_id):
+            raise IllegalStateError(f"broker {broker_id} is not running")
+        self.state.set_leader(p, broker_id)
+        self.state.changed()
+        return p.leader_id, p.leader_epoch
+
+    def expire_group_member(self, group_id: str, member_id: str) -> bool:
+        """Expires a consumer group member as if its session timed out (delegates to the
+        group coordinator). Returns whether the member existed."""
+        svc = self.state.services.get("groups")
+        expire = getattr(svc, "expire_member", None)
+        if expire is None:
+            raise IllegalStateError("the group coordinator is not available in this cluster")
+        return bool(expire(group_id, member_id))
+
+    # -- inspection ------------------------------------------------------------------
+    def observe(self, fn: Observer) -> None:
+        """Calls ``fn(ObservedRequest)`` with every decoded request, before it is served."""
+        self.faults.add_observer(fn)
+
+    def unobserve(self, fn: Observer) -> None:
+        self.faults.remove_observer(fn)
+
+    def record_requests(self, *api_keys: ApiKey) -> RequestRecorder:
+        """Starts recording decoded requests (of the given APIs, or all); use the returned
+        recorder's ``requests``, and ``close()`` it (or use it as a context manager)."""
+        keys = frozenset(k for k in (_key(a) for a in api_keys) if k is not None) if api_keys else None
+        rec = RequestRecorder(keys, _faults=self.faults)
+        self.faults.add_observer(rec)
+        return rec

@@ -1,0 +1,461 @@
+"""One broker's listener and connection loop.
+
+Each connection is an ``asyncio.Protocol`` that splits the byte stream into frames
+(bounded by ``socket.request.max.bytes``) and a task that serves them one at a time,
+in order, as Kafka does (it mutes a connection while a request is in progress). A
+long-polling fetch therefore waits only on its own connection. Reading pauses when too
+many frames are queued, and writing waits for the transport to drain, so a client that
+floods or never reads cannot grow the broker's memory without bound.
+
+Protocol violations close the connection, as Kafka does: a malformed or oversized
+frame, an unknown API key, an unsupported version of any API but ApiVersions (which is
+answered with UNSUPPORTED_VERSION and the supported ranges in a v0 body so the client
+can retry), or any request but ApiVersions/SASL before a SASL client authenticated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import ssl
+import struct
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+from aiokafka_lite.broker.api.common import CloseConnection, error_response
+from aiokafka_lite.broker.context import EncodedResponse, HandlerRegistry, RequestContext
+from aiokafka_lite.broker.faults import Faults, ObservedRequest
+from aiokafka_lite.broker.sasl import ServerMechanism
+from aiokafka_lite.broker.state import ClusterState
+from aiokafka_lite.errors import (
+    AuthenticationError,
+    CorruptFrameError,
+    IllegalSaslStateError,
+    KafkaError,
+    SaslAuthenticationFailedError,
+    UnknownServerError,
+    UnsupportedSaslMechanismError,
+    UnsupportedVersionError,
+)
+from aiokafka_lite.wire.framing import (
+    FrameReader,
+    UnsupportedRequestError,
+    decode_request,
+    encode_response,
+    peek_request_header,
+    response_header_version,
+)
+from aiokafka_lite.wire.message import Response
+from aiokafka_lite.wire.messages import (
+    ApiVersionsResponse,
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
+
+__all__ = ["BrokerServer", "SaslSettings"]
+
+log = logging.getLogger("aiokafka_lite.broker")
+
+_SIZE: Final = struct.Struct(">i")
+_SIZE_CORR: Final = struct.Struct(">ii")
+API_VERSIONS: Final = 18
+SASL_HANDSHAKE: Final = 17
+SASL_AUTHENTICATE: Final = 36
+_MAX_QUEUED_FRAMES: Final = 64  # pause reading beyond this many unserved requests
+_MAX_QUEUED_BYTES: Final = 16 * 1024 * 1024
+IDLE_TIMEOUT: Final = 600.0  # connections.max.idle.ms
+_conn_ids = itertools.count(1)
+
+MechanismFactory = Callable[[], ServerMechanism]
+
+
+@dataclass(slots=True)
+class SaslSettings:
+    """Enabled server mechanisms by name (a fresh state machine per connection)."""
+
+    mechanisms: Mapping[str, MechanismFactory] = field(default_factory=dict)
+
+
+class BrokerServer:
+    """One broker of an embedded cluster: a TCP (or TLS) listener serving the registry."""
+
+    def __init__(
+        self,
+        node_id: int,
+        state: ClusterState,
+        registry: HandlerRegistry,
+        faults: Faults,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        ssl_context: ssl.SSLContext | None = None,
+        sasl: SaslSettings | None = None,
+    ) -> None:
+        self.node_id = node_id
+        self.state = state
+        self.registry = registry
+        self.faults = faults
+        self.host = host
+        self.port = port
+        self.ssl_context = ssl_context
+        self.sasl = sasl
+        self._server: asyncio.Server | None = None
+        self.connections: set[_Connection] = set()
+
+    @property
+    def running(self) -> bool:
+        return self._server is not None
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    async def start(self, *, mark_alive: bool = True) -> None:
+        if self._server is not None:
+            return
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            lambda: _Connection(self), self.host, self.port, ssl=self.ssl_context, backlog=256
+        )
+        sock = self._server.sockets[0]
+        self.port = sock.getsockname()[1]  # keep it: a restart binds the same port
+        info = self.state.brokers[self.node_id]
+        info.host, info.port = self.host, self.port
+        if mark_alive:
+            self.state.set_broker_alive(self.node_id, True)
+        log.debug("broker %d listening on %s", self.node_id, self.address)
+
+    async def stop(self) -> None:
+        """Closes the listener and every connection (abruptly, like a killed broker)."""
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.close()
+        conns = list(self.connections)
+        for c in conns:
+            c.abort()
+        await asyncio.gather(*(c.wait_closed() for c in conns), return_exceptions=True)
+        try:
+            await asyncio.wait_for(server.wait_closed(), 2.0)
+        except TimeoutError:
+            log.warning("broker %d: listener did not close in time", self.node_id)
+        self.state.set_broker_alive(self.node_id, False)
+
+    def close_connections(self) -> None:
+        for c in list(self.connections):
+            c.abort()
+
+
+class _Connection(asyncio.Protocol):
+    """A client connection: frame splitting in callbacks, request serving in a task."""
+
+    def __init__(self, broker: BrokerServer) -> None:
+        self.broker = broker
+        self.id = f"b{broker.node_id}-c{next(_conn_ids)}"
+        self.transport: asyncio.Transport | None = None
+        self.client_host = ""
+        self._reader = FrameReader(broker.state.config.max_request_size)
+        self._frames: deque[bytes] = deque()
+        self._queued_bytes = 0
+        self._reading_paused = False
+        self._wakeup: asyncio.Future[None] | None = None
+        self._writable: asyncio.Future[None] | None = None
+        self._closed = False
+        self._task: asyncio.Task[None] | None = None
+        self._done = asyncio.get_running_loop().create_future()
+        # SASL
+        self.authenticated = broker.sasl is None
+        self.principal: str | None = None
+        self._mechanism: ServerMechanism | None = None
+        self._raw_sasl = False  # SaslHandshake v0: raw tokens follow, without Kafka headers
+
+    # -- transport callbacks -------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        peer = transport.get_extra_info("peername")
+        self.client_host = str(peer[0]) if peer else ""
+        if len(self.broker.connections) >= self.broker.state.config.max_connections:
+            log.warning("broker %d: too many connections, closing %s", self.broker.node_id, self.id)
+            transport.abort()
+            self._done.set_result(None)
+            return
+        self.broker.connections.add(self)
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"kafka-conn-{self.id}")
+
+    def data_received(self, data: bytes) -> None:
+        if self._closed:
+            return
+        try:
+            frames = self._reader.feed(data)
+        except CorruptFrameError as e:
+            log.info("%s: closing: %s", self.id, e)
+            self.abort()
+            return
+        if frames:
+            self._frames.extend(frames)
+            self._queued_bytes += sum(len(f) for f in frames)
+            if (
+                len(self._frames) > _MAX_QUEUED_FRAMES or self._queued_bytes > _MAX_QUEUED_BYTES
+            ) and not self._reading_paused:
+                assert self.transport is not None
+                self.transport.pause_reading()
+                self._reading_paused = True
+            self._wake()
+
+    def eof_received(self) -> bool | None:
+        self._closed = True
+        self._wake()
+        return None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
+        self._wake()
+        if self._writable is not None and not self._writable.done():
+            self._writable.set_result(None)
+
+    def pause_writing(self) -> None:
+        if self._writable is None or self._writable.done():
+            self._writable = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self) -> None:
+        if self._writable is not None and not self._writable.done():
+            self._writable.set_result(None)
+
+    def _wake(self) -> None:
+        w = self._wakeup
+        if w is not None and not w.done():
+            w.set_result(None)
+
+    def abort(self) -> None:
+        self._closed = True
+        if self.transport is not None:
+            self.transport.abort()
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+        self._wake()
+
+    async def wait_closed(self) -> None:
+        await asyncio.shield(self._done)
+
+    # -- serving -------------------------------------------------------------------
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                if not self._frames:
+                    if self._closed:
+                        return
+                    self._wakeup = loop.create_future()
+                    try:
+                        await asyncio.wait_for(self._wakeup, IDLE_TIMEOUT)
+                    except TimeoutError:
+                        log.info("%s: closing idle connection", self.id)
+                        return
+                    finally:
+                        self._wakeup = None
+                    continue
+                frame = self._frames.popleft()
+                self._queued_bytes -= len(frame)
+                if self._reading_paused and len(self._frames) <= _MAX_QUEUED_FRAMES // 2:
+                    self._reading_paused = False
+                    if self.transport is not None and not self._closed:
+                        self.transport.resume_reading()
+                if self._closed:
+                    return
+                if not self.authenticated and self._raw_sasl:
+                    await self._raw_sasl_token(frame)
+                else:
+                    await self._serve(frame)
+        except CloseConnection as e:
+            if str(e):
+                log.info("%s: closing: %s", self.id, e)
+        except asyncio.CancelledError:
+            pass
+        except Exception:
+            log.exception("%s: connection failed", self.id)
+        finally:
+            self._closed = True
+            if self.transport is not None:
+                self.transport.close()
+            self.broker.connections.discard(self)
+            if not self._done.done():
+                self._done.set_result(None)
+
+    async def _write(self, data: bytes | bytearray) -> None:
+        if self._closed or self.transport is None:
+            raise CloseConnection()
+        self.transport.write(data)
+        w = self._writable
+        if w is not None and not w.done():
+            await w
+
+    async def _serve(self, frame: bytes) -> None:
+        broker = self.broker
+        try:
+            api_key, api_version, corr = peek_request_header(frame)
+        except CorruptFrameError as e:
+            raise CloseConnection(str(e)) from None
+        entry = broker.registry.get(api_key)
+        if entry is None:
+            raise CloseConnection(f"unknown api key {api_key}")
+        if not entry.min_version <= api_version <= entry.max_version:
+            if api_key == API_VERSIONS:
+                await self._write(self._api_versions_fallback(corr))
+                return
+            raise CloseConnection(f"unsupported version {api_version} of api key {api_key}")
+        try:
+            req_frame = decode_request(frame)
+        except UnsupportedRequestError:
+            raise CloseConnection(f"unsupported version {api_version} of api key {api_key}") from None
+        except (CorruptFrameError, KafkaError) as e:
+            raise CloseConnection(f"malformed request (api key {api_key} v{api_version}): {e}") from None
+        request = req_frame.body
+        header = req_frame.header
+        if not self.authenticated and api_key not in (API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE):
+            raise CloseConnection(f"api key {api_key} before SASL authentication")
+        faults = broker.faults
+        drop_after = False
+        injected: int | None = None
+        if faults.active:
+            faults.observe(
+                ObservedRequest(
+                    broker.node_id, self.id, api_key, api_version, corr, header.client_id, request
+                )
+            )
+            drop = faults.take_drop(api_key, broker.node_id)
+            if drop == "before":
+                raise CloseConnection(f"fault injection: dropped api key {api_key} request")
+            drop_after = drop == "after"
+            delay = faults.take_latency(api_key, broker.node_id)
+            if delay > 0:
+                await asyncio.sleep(delay)
+            injected = faults.take_error(api_key, broker.node_id)
+        ctx = RequestContext(
+            broker.node_id,
+            broker.state,
+            api_key,
+            api_version,
+            corr,
+            header.client_id,
+            self.principal,
+            self.id,
+            self.client_host,
+        )
+        result: Response | EncodedResponse | None
+        if api_key == SASL_HANDSHAKE:
+            assert isinstance(request, SaslHandshakeRequest)
+            result = self._sasl_handshake(request, api_version)
+        elif api_key == SASL_AUTHENTICATE:
+            assert isinstance(request, SaslAuthenticateRequest)
+            result = self._sasl_authenticate(request)
+        elif injected is not None:
+            result = error_response(request, api_version, injected)
+        else:
+            try:
+                result = await entry.handler(ctx, request)
+            except CloseConnection:
+                raise
+            except Exception:
+                log.exception(
+                    "broker %d: handler of api key %d v%d failed", broker.node_id, api_key, api_version
+                )
+                result = error_response(request, api_version, UnknownServerError.code)
+        if drop_after:
+            raise CloseConnection(f"fault injection: dropped api key {api_key} response")
+        if result is None:
+            return
+        if isinstance(result, EncodedResponse):
+            data = self._frame_encoded(result, api_key, api_version, corr)
+        else:
+            try:
+                data = encode_response(result, api_version, corr)
+            except KafkaError:
+                # A handler set a field this version cannot carry: a broker bug, but the
+                # client still deserves an answer rather than a dropped connection.
+                log.exception(
+                    "broker %d: encoding api key %d v%d failed", broker.node_id, api_key, api_version
+                )
+                data = encode_response(
+                    error_response(request, api_version, UnknownServerError.code), api_version, corr
+                )
+        await self._write(data)
+        if self._mechanism_failed:
+            raise CloseConnection("SASL authentication failed")
+
+    @staticmethod
+    def _frame_encoded(result: EncodedResponse, api_key: int, api_version: int, corr: int) -> bytes:
+        flexible_header = response_header_version(api_key, api_version) >= 1
+        head_len = 8 + (1 if flexible_header else 0)
+        head = bytearray(_SIZE_CORR.pack(head_len - 4 + result.size, corr))
+        if flexible_header:
+            head.append(0)  # empty tagged fields of response header v1
+        return b"".join([head, *result.parts])
+
+    def _api_versions_fallback(self, corr: int) -> bytes:
+        """UNSUPPORTED_VERSION in a v0 body listing what we support (KIP-511 fallback)."""
+        resp = ApiVersionsResponse(
+            error_code=UnsupportedVersionError.code,
+            api_keys=[
+                ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
+                for k, lo, hi in self.broker.registry.version_ranges()
+            ],
+        )
+        return encode_response(resp, 0, corr)
+
+    # -- SASL ----------------------------------------------------------------------
+    _mechanism_failed = False
+
+    def _sasl_handshake(self, req: SaslHandshakeRequest, version: int) -> SaslHandshakeResponse:
+        sasl = self.broker.sasl
+        enabled = sorted(sasl.mechanisms) if sasl is not None else []
+        if sasl is None:
+            return SaslHandshakeResponse(error_code=UnsupportedSaslMechanismError.code, mechanisms=[])
+        if self.authenticated or self._mechanism is not None:
+            return SaslHandshakeResponse(error_code=IllegalSaslStateError.code, mechanisms=enabled)
+        factory = sasl.mechanisms.get(req.mechanism)
+        if factory is None:
+            return SaslHandshakeResponse(error_code=UnsupportedSaslMechanismError.code, mechanisms=enabled)
+        self._mechanism = factory()
+        self._raw_sasl = version == 0
+        return SaslHandshakeResponse(error_code=0, mechanisms=enabled)
+
+    def _sasl_authenticate(self, req: SaslAuthenticateRequest) -> SaslAuthenticateResponse:
+        mech = self._mechanism
+        if mech is None or self.authenticated or self._raw_sasl:
+            self._mechanism_failed = True
+            return SaslAuthenticateResponse(
+                error_code=IllegalSaslStateError.code,
+                error_message="SaslAuthenticate without a SaslHandshake",
+            )
+        try:
+            out = mech.step(bytes(req.auth_bytes))
+        except AuthenticationError as e:
+            self._mechanism_failed = True
+            return SaslAuthenticateResponse(
+                error_code=SaslAuthenticationFailedError.code, error_message=str(e)
+            )
+        if mech.complete:
+            self.authenticated = True
+            self.principal = mech.authenticated_user
+            self._mechanism = None
+        return SaslAuthenticateResponse(error_code=0, auth_bytes=out)
+
+    async def _raw_sasl_token(self, token: bytes) -> None:
+        mech = self._mechanism
+        assert mech is not None
+        try:
+            out = mech.step(token)
+        except AuthenticationError as e:
+            raise CloseConnection(f"SASL authentication failed: {e}") from None
+        await self._write(_SIZE.pack(len(out)) + out)
+        if mech.complete:
+            self.authenticated = True
+            self.principal = mech.authenticated_user
+            self._mechanism = None
+            self._raw_sasl = False
