@@ -1,1 +1,23 @@
+"""The producer: ``Producer`` (async API), its configuration and its sans-I/O parts.
 
+Layout: ``partitioner`` (murmur2, uniform sticky, round robin), ``accumulator``
+(per-partition batches, ready/drain/expiry, buffer memory), ``sequencing``
+(idempotence: producer id/epoch, sequence numbers, KIP-360 recovery), ``batch``
+(batches and per-record result handles), ``sender`` (background task turning batches
+into produce requests) and ``producer`` (the public class).
+"""
+
+from .batch import BatchResult, RecordFuture, RecordMetadata
+from .config import ProducerConfig
+from .partitioner import key_partition, murmur2
+from .producer import Producer
+
+__all__ = [
+    "BatchResult",
+    "Producer",
+    "ProducerConfig",
+    "RecordFuture",
+    "RecordMetadata",
+    "key_partition",
+    "murmur2",
+]

@@ -1,0 +1,625 @@
+"""The asyncio producer: the public API over the accumulator and the sender task.
+
+Appending a record is synchronous Python on the fast path (topic known, room in the
+partition's open batch or buffer memory free): no task, no future, no await that
+suspends. ``send`` then waits on the batch; ``enqueue`` returns a ``RecordFuture``
+(a ``(batch, index)`` handle). Only an unknown topic or a full buffer takes the slow
+path, which waits up to ``max_block_ms``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Iterable, Sequence
+from types import TracebackType
+from typing import Any, Final
+
+from aiokafka_lite import errors as E
+from aiokafka_lite.net import Client, ClientConfig
+from aiokafka_lite.structs import TopicPartition
+
+from .accumulator import BATCH_OVERHEAD, RECORD_OVERHEAD, BufferPool, RecordAccumulator
+from .batch import BatchResult, ProducerBatch, RecordFuture, RecordMetadata
+from .config import ProducerConfig
+from .partitioner import key_partition
+from .sender import Sender, _now_ms
+from .sequencing import IdempotenceManager
+from .topics import TopicRegistry, TopicState
+
+__all__ = ["Producer"]
+
+log = logging.getLogger("aiokafka_lite.producer")
+
+Bytes = bytes | bytearray | memoryview
+Headers = Sequence[tuple[str, Bytes | None]]
+
+_SHARED_OPTIONS: Final = frozenset(
+    {
+        "request_timeout_ms",
+        "retry_backoff_ms",
+        "retry_backoff_max_ms",
+        "max_in_flight_requests_per_connection",
+    }
+)
+_BYTES_TYPES: Final = (bytes, bytearray, memoryview)
+
+
+def _wall_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Producer:
+    """Asyncio Kafka producer.
+
+    ::
+
+        async with Producer("127.0.0.1:9092", acks="all", linger_ms=5, compression="lz4") as p:
+            md = await p.send("events", b"value", key=b"k", headers=[("h", b"v")])
+            fut = await p.enqueue("events", b"value")   # waits only for buffer space
+            await p.flush()
+
+    Options are :class:`ProducerConfig` fields plus, when the producer creates its own
+    client, :class:`~aiokafka_lite.net.ClientConfig` fields. Pass ``client=`` to share a
+    started or unstarted ``Client`` (the producer then does not close it).
+    """
+
+    def __init__(
+        self,
+        bootstrap_servers: str | Sequence[str] | None = None,
+        *,
+        client: Client | None = None,
+        config: ProducerConfig | None = None,
+        **options: Any,
+    ) -> None:
+        producer_names = set(ProducerConfig.option_names())
+        client_names = set(ClientConfig.option_names())
+        p_opts = {k: v for k, v in options.items() if k in producer_names}
+        c_opts = {
+            k: v
+            for k, v in options.items()
+            if k in client_names and (k not in producer_names or k in _SHARED_OPTIONS)
+        }
+        unknown = [k for k in options if k not in producer_names and k not in client_names]
+        if unknown:
+            ProducerConfig.from_options(**{k: options[k] for k in unknown})  # raises with suggestions
+        self.config = (
+            config.replace(**p_opts) if config is not None else ProducerConfig.from_options(**p_opts)
+        )
+        if client is not None:
+            extra = [k for k in c_opts if k not in _SHARED_OPTIONS]
+            if extra:
+                raise E.ConfigError(
+                    f"client options {extra} cannot be used with client=; configure the Client"
+                )
+            self._client = client
+            self._own_client = False
+        else:
+            if bootstrap_servers is None:
+                raise E.ConfigError("bootstrap_servers is required unless client= is given")
+            for name in _SHARED_OPTIONS:
+                c_opts.setdefault(name, getattr(self.config, name))
+            self._client = Client(bootstrap_servers, **c_opts)
+            self._own_client = True
+        cfg = self.config
+        self._idempotent = cfg.idempotent
+        self._pool = BufferPool(cfg.buffer_memory)
+        self._acc = RecordAccumulator(
+            batch_size=cfg.batch_size,
+            linger_ms=cfg.linger_ms,
+            delivery_timeout_ms=cfg.delivery_timeout_ms,
+            compression=cfg.codec,
+            compression_level=cfg.compression_level,
+            max_request_size=cfg.max_request_size,
+            pool=self._pool,
+            retry_backoff_ms=cfg.retry_backoff_ms,
+            retry_backoff_max_ms=cfg.retry_backoff_max_ms,
+        )
+        self._topics = TopicRegistry(
+            self._acc,
+            partitioner=cfg.partitioner if isinstance(cfg.partitioner, str) else "custom",
+            sticky_bytes=cfg.batch_size,
+        )
+        self._idem: IdempotenceManager | None = IdempotenceManager() if self._idempotent else None
+        self._sender = Sender(self._client, cfg, self._acc, self._topics, self._idem)
+        self._custom_partitioner = None if isinstance(cfg.partitioner, str) else cfg.partitioner
+        self._keyed = cfg.partitioner == "default" and not cfg.partitioner_ignore_keys
+        self._key_serializer = cfg.key_serializer
+        self._value_serializer = cfg.value_serializer
+        self._max_record = min(cfg.max_request_size, cfg.buffer_memory)
+        self._started = False
+        self._closed = False
+        self._close_task: asyncio.Task[None] | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Connect (own client) and start the sender. Idempotent."""
+        if self._closed:
+            raise E.ProducerClosedError("producer is closed")
+        if self._started:
+            return
+        if self._own_client or not self._client.closed:
+            await self._client.start()
+        self._sender.start()
+        self._started = True
+
+    async def __aenter__(self) -> Producer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        # Leaving the block because of an error (or cancellation) still flushes, bounded
+        # by delivery_timeout_ms; use abort() for an immediate stop.
+        await self.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def client(self) -> Client:
+        return self._client
+
+    async def flush(self, timeout: float | None = None) -> None:  # noqa: ASYNC109 - Java-style API
+        """Send everything buffered now and wait until each of those records is delivered
+        or failed (delivery errors go to the records' own results, not here).
+
+        ``timeout`` in seconds; ``KafkaTimeoutError`` when it passes first.
+        """
+        self._check_started()
+        batches = list(self._acc.incomplete)
+        if not batches:
+            return
+        acc = self._acc
+        acc.flushing += 1
+        self._sender.wake()
+        try:
+            async with asyncio.timeout(timeout):
+                for batch in batches:
+                    if not batch.is_done:
+                        await batch.waiter()
+        except TimeoutError:
+            pending = sum(1 for b in batches if not b.is_done)
+            raise E.KafkaTimeoutError(
+                f"flush timed out after {timeout} s with {pending} batch(es) pending"
+            ) from None
+        finally:
+            acc.flushing -= 1
+
+    async def close(self, timeout: float | None = None, *, flush: bool = True) -> None:  # noqa: ASYNC109
+        """Stop accepting records, deliver what is buffered (``flush=True``, within
+        ``timeout`` seconds; without one, delivery_timeout_ms bounds it since every record
+        expires by then), fail whatever is left with ``ProducerClosedError``, stop the
+        sender and close the client if the producer created it. Idempotent."""
+        if self._close_task is None:
+            self._close_task = asyncio.get_running_loop().create_task(self._close(timeout, flush))
+        await asyncio.shield(self._close_task)
+
+    async def abort(self) -> None:
+        """Close without flushing: buffered and in-flight records fail with ``ProducerClosedError``."""
+        await self.close(flush=False)
+
+    async def _close(self, timeout: float | None, flush: bool) -> None:  # noqa: ASYNC109
+        self._closed = True
+        self._pool.close()  # writers blocked on memory fail now
+        acc = self._acc
+        try:
+            if flush and self._started and acc.incomplete:
+                acc.closing = True
+                self._sender.wake()
+                try:
+                    async with asyncio.timeout(timeout):
+                        while acc.incomplete:
+                            batch = next(iter(acc.incomplete))
+                            await batch.waiter()
+                except TimeoutError:
+                    log.warning(
+                        "producer close: %d batch(es) not delivered within %s s", len(acc.incomplete), timeout
+                    )
+            if acc.incomplete:
+                self._sender.fail_all(
+                    E.ProducerClosedError("producer closed before the record was delivered")
+                )
+        finally:
+            if self._started:
+                await self._sender.stop()
+            if self._own_client:
+                await self._client.close()
+
+    def _check_started(self) -> None:
+        if not self._started:
+            raise E.IllegalStateError(
+                "producer is not started (use 'async with Producer(...)' or await start())"
+            )
+
+    # -- producing ---------------------------------------------------------------------------
+
+    def _serialize(self, key: Any, value: Any) -> tuple[Bytes | None, Bytes | None]:
+        ks = self._key_serializer
+        if ks is not None and key is not None:
+            key = ks(key)
+        vs = self._value_serializer
+        if vs is not None and value is not None:
+            value = vs(value)
+        if key is not None and not isinstance(key, _BYTES_TYPES):
+            raise TypeError(
+                f"key must be bytes, bytearray, memoryview or None, not {type(key).__name__} "
+                "(or configure key_serializer)"
+            )
+        if value is not None and not isinstance(value, _BYTES_TYPES):
+            raise TypeError(
+                f"value must be bytes, bytearray, memoryview or None, not {type(value).__name__} "
+                "(or configure value_serializer)"
+            )
+        return key, value
+
+    def _record_size(self, key: Bytes | None, value: Bytes | None, headers: Headers | None) -> int:
+        size = RECORD_OVERHEAD
+        if key is not None:
+            size += key.nbytes if type(key) is memoryview else len(key)
+        if value is not None:
+            size += value.nbytes if type(value) is memoryview else len(value)
+        if headers:
+            for hkey, hval in headers:
+                if not isinstance(hkey, str | bytes):
+                    raise TypeError(f"header key must be str, not {type(hkey).__name__}")
+                if hval is not None and not isinstance(hval, _BYTES_TYPES):
+                    raise TypeError(f"header value must be bytes-like or None, not {type(hval).__name__}")
+                size += 10 + len(hkey) * (4 if isinstance(hkey, str) else 1)
+                if hval is not None:
+                    size += len(hval)
+        if size + BATCH_OVERHEAD > self._max_record:
+            limit = (
+                "max_request_size"
+                if size + BATCH_OVERHEAD > self.config.max_request_size
+                else "buffer_memory"
+            )
+            raise E.ProducerRecordTooLargeError(
+                f"the record is {size + BATCH_OVERHEAD} bytes when serialized, larger than "
+                f"{limit}={getattr(self.config, limit)}"
+            )
+        return size
+
+    def _partition(self, state: TopicState, key: Bytes | None) -> int:
+        count = state.partition_count
+        if self._keyed and key is not None:
+            return key_partition(key, count)
+        sticky = state.sticky
+        if sticky is not None:
+            return sticky.current
+        rr = state.round_robin
+        if rr is not None:
+            return rr.partition(count, state.available)
+        custom = self._custom_partitioner
+        assert custom is not None
+        p = custom(state.name, bytes(key) if key is not None else None, count)
+        if type(p) is not int or not 0 <= p < count:
+            raise E.UnknownTopicOrPartitionError(
+                f"partitioner returned {p!r} for topic {state.name!r} with {count} partitions"
+            )
+        return p
+
+    def _append(
+        self,
+        state: TopicState,
+        partition: int | None,
+        key: Bytes | None,
+        value: Bytes | None,
+        headers: Headers | None,
+        timestamp: int,
+        size: int,
+        reserved: int = 0,
+    ) -> tuple[ProducerBatch, int] | None:
+        """Append synchronously; None when a new batch is needed and memory is short.
+
+        ``reserved``: bytes the caller already holds for a new batch (slow path); they
+        are used for the new batch or given back.
+        """
+        sticky = state.sticky
+        p = partition
+        if p is None:
+            p = self._partition(state, key)
+        q = state.queues[p]
+        batch = q.open
+        if batch is not None:
+            builder = batch.builder
+            assert builder is not None
+            if builder.append(timestamp, key, value, headers or ()):
+                timestamps = batch.timestamps
+                index = len(timestamps)
+                timestamps.append(timestamp)
+                if builder.records_size + BATCH_OVERHEAD + size > batch.limit:
+                    batch.full = True
+                    q.open = None
+                    self._sender.wake()
+                if reserved:
+                    self._pool.release(reserved)
+                if (
+                    partition is None
+                    and sticky is not None
+                    and p == sticky.current
+                    and (key is None or not self._keyed)
+                ):
+                    sticky.on_append(size, batch.full)
+                return batch, index
+            batch.full = True
+            q.open = None
+            self._sender.wake()
+        acc = self._acc
+        limit = acc.batch_limit(state.name, size)
+        if reserved:
+            if reserved < limit:
+                self._pool.release(reserved)
+                return None
+            limit = reserved
+        elif not self._pool.try_allocate(limit):
+            return None
+        batch = acc.new_batch(q, limit, limit, _now_ms())
+        if self._idem is not None:
+            self._idem.on_batch_created(batch)
+        builder = batch.builder
+        assert builder is not None
+        builder.append(timestamp, key, value, headers or ())
+        batch.timestamps.append(timestamp)
+        if builder.records_size + BATCH_OVERHEAD + size > limit:
+            batch.full = True
+            q.open = None
+        self._sender.wake()
+        if (
+            partition is None
+            and sticky is not None
+            and p == sticky.current
+            and (key is None or not self._keyed)
+        ):
+            sticky.on_append(size, batch.full)
+        return batch, 0
+
+    async def _append_slow(
+        self,
+        topic: str,
+        partition: int | None,
+        key: Bytes | None,
+        value: Bytes | None,
+        headers: Headers | None,
+        timestamp: int,
+        size: int,
+    ) -> tuple[ProducerBatch, int]:
+        """Wait (up to max_block_ms overall) for topic metadata and buffer memory."""
+        self._check_started()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.config.max_block_ms / 1000
+        state = self._topics.topics.get(topic)
+        if (
+            state is None
+            or state.partition_count == 0
+            or (partition is not None and partition >= state.partition_count)
+        ):
+            state = await self._wait_for_topic(topic, partition, deadline)
+        if partition is not None and partition < 0:
+            raise E.UnknownTopicOrPartitionError(f"invalid partition {partition} for topic {topic!r}")
+        while True:
+            if self._closed:
+                raise E.ProducerClosedError("producer is closed")
+            if self._sender.fatal_error is not None:
+                raise self._sender.fatal_error
+            result = self._append(state, partition, key, value, headers, timestamp, size)
+            if result is not None:
+                return result
+            limit = self._acc.batch_limit(topic, size)
+            remaining = (deadline - loop.time()) * 1000
+            await self._pool.allocate(limit, max(remaining, 0.0))
+            result = self._append(state, partition, key, value, headers, timestamp, size, reserved=limit)
+            if result is not None:
+                return result
+
+    async def _wait_for_topic(self, topic: str, partition: int | None, deadline: float) -> TopicState:
+        loop = asyncio.get_running_loop()
+        while True:
+            remaining = (deadline - loop.time()) * 1000
+            info = await self._client.wait_for_topic(topic, max(remaining, 0.0))
+            state = self._topics.add(info)
+            if partition is None or partition < state.partition_count:
+                return state
+            if loop.time() >= deadline:
+                raise E.UnknownTopicOrPartitionError(
+                    f"partition {partition} of topic {topic!r} (with {state.partition_count} partitions) "
+                    f"not present in metadata after {self.config.max_block_ms:g} ms"
+                )
+            await asyncio.sleep(min(self.config.retry_backoff_ms / 1000, max(deadline - loop.time(), 0)))
+            try:
+                await self._client.refresh_metadata([topic])
+            except E.KafkaError as exc:
+                if not exc.retriable:
+                    raise
+
+    def _prepare(
+        self, key: Any, value: Any, headers: Headers | None, timestamp_ms: int | None
+    ) -> tuple[Bytes | None, Bytes | None, int, int]:
+        if self._closed:
+            raise E.ProducerClosedError("producer is closed")
+        fatal = self._sender.fatal_error
+        if fatal is not None:
+            raise fatal
+        if (
+            self._key_serializer is not None
+            or self._value_serializer is not None
+            or not ((key is None or type(key) is bytes) and (value is None or type(value) is bytes))
+        ):
+            key, value = self._serialize(key, value)
+        size = self._record_size(key, value, headers)
+        if timestamp_ms is None:
+            return key, value, size, _wall_ms()
+        if type(timestamp_ms) is not int or timestamp_ms < 0:
+            raise E.InvalidTimestampError(f"timestamp_ms must be a non-negative int, got {timestamp_ms!r}")
+        return key, value, size, timestamp_ms
+
+    async def enqueue(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        *,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: Headers | None = None,
+    ) -> RecordFuture:
+        """Buffer one record; returns once it is buffered (waiting for buffer space or
+        metadata up to ``max_block_ms``). Await the returned ``RecordFuture`` for its
+        :class:`RecordMetadata`."""
+        key, value, size, ts = self._prepare(key, value, headers, timestamp_ms)
+        state = self._topics.topics.get(topic)
+        result = None
+        if (
+            state is not None
+            and self._started
+            and (state.partition_count if partition is None else 0 <= partition < state.partition_count)
+        ):
+            result = self._append(state, partition, key, value, headers, ts, size)
+        if result is None:
+            result = await self._append_slow(topic, partition, key, value, headers, ts, size)
+        return RecordFuture(result[0], result[1])
+
+    async def send(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        *,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: Headers | None = None,
+    ) -> RecordMetadata:
+        """Produce one record and wait for its acknowledgement (per ``acks``)."""
+        key, value, size, ts = self._prepare(key, value, headers, timestamp_ms)
+        state = self._topics.topics.get(topic)
+        result = None
+        if (
+            state is not None
+            and self._started
+            and (state.partition_count if partition is None else 0 <= partition < state.partition_count)
+        ):
+            result = self._append(state, partition, key, value, headers, ts, size)
+        if result is None:
+            result = await self._append_slow(topic, partition, key, value, headers, ts, size)
+        batch, index = result
+        if not batch.is_done:
+            await batch.waiter()
+        return batch.metadata(index)
+
+    async def enqueue_batch(
+        self,
+        topic: str,
+        values: Iterable[Any],
+        *,
+        keys: Iterable[Any] | None = None,
+        headers: Iterable[Headers | None] | None = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+    ) -> BatchResult:
+        """Buffer many records of one topic with one call: ``values[i]`` with ``keys[i]``
+        and ``headers[i]`` when given. Returns once all are buffered; ``await`` the
+        :class:`BatchResult` for their metadata (a ``Sequence[RecordMetadata]``).
+
+        Records are appended in order; if one is rejected (type, size) the ones before it
+        stay buffered and the error is raised.
+        """
+        if self._closed:
+            raise E.ProducerClosedError("producer is closed")
+        result = BatchResult()
+        add = result._add
+        key_iter = iter(keys) if keys is not None else None
+        hdr_iter = iter(headers) if headers is not None else None
+        state = self._topics.topics.get(topic)
+        fast_types = self._key_serializer is None and self._value_serializer is None
+        append = self._append
+        record_size = self._record_size
+        prepare = self._prepare
+        now_ts = _wall_ms() if timestamp_ms is None else timestamp_ms
+        for count, value in enumerate(values):
+            key = next(key_iter) if key_iter is not None else None
+            hdrs = next(hdr_iter) if hdr_iter is not None else None
+            if fast_types and type(value) is bytes and (key is None or type(key) is bytes):
+                size = record_size(key, value, hdrs)
+                ts = now_ts
+            else:
+                key, value, size, ts = prepare(key, value, hdrs, now_ts)
+            if count & 1023 == 1023:
+                if self._closed:
+                    raise E.ProducerClosedError("producer is closed")
+                if timestamp_ms is None:
+                    now_ts = _wall_ms()
+            r = None
+            if (
+                state is not None
+                and self._started
+                and (state.partition_count if partition is None else 0 <= partition < state.partition_count)
+            ):
+                r = append(state, partition, key, value, hdrs, ts, size)
+            if r is None:
+                r = await self._append_slow(topic, partition, key, value, hdrs, ts, size)
+                state = self._topics.topics.get(topic)
+            add(r[0], r[1])
+        return result
+
+    async def send_batch(
+        self,
+        topic: str,
+        values: Iterable[Any],
+        *,
+        keys: Iterable[Any] | None = None,
+        headers: Iterable[Headers | None] | None = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+    ) -> BatchResult:
+        """Produce many records of one topic and wait for all acknowledgements.
+
+        Returns the :class:`BatchResult` (``Sequence[RecordMetadata]``, in input order).
+        If any record failed, raises the first delivery error; use
+        ``enqueue_batch`` + ``await result.wait()`` + ``result.errors()`` to inspect
+        partial failures instead.
+        """
+        result = await self.enqueue_batch(
+            topic, values, keys=keys, headers=headers, partition=partition, timestamp_ms=timestamp_ms
+        )
+        await result.wait()
+        errors = result.errors()
+        if errors:
+            raise errors[0]
+        return result
+
+    # -- introspection -----------------------------------------------------------------------
+
+    async def partitions_for(self, topic: str) -> list[int]:
+        """Partition ids of ``topic`` (waits for its metadata up to max_block_ms)."""
+        self._check_started()
+        info = await self._client.wait_for_topic(topic, self.config.max_block_ms)
+        return sorted(info.partitions)
+
+    def metrics(self) -> dict[str, Any]:
+        """Counters of this producer (the client's own metrics are in ``client.metrics()``)."""
+        sender = self._sender
+        idem = self._idem
+        return {
+            "buffer_total_bytes": self._pool.total,
+            "buffer_available_bytes": self._pool.available,
+            "batches_incomplete": len(self._acc.incomplete),
+            "batches_in_flight": len(self._acc.in_flight),
+            "requests_in_flight": sender.in_flight_requests,
+            "requests_sent": sender.requests_sent,
+            "batches_retried": sender.batches_retried,
+            "batches_split": sender.batches_split,
+            "producer_id": idem.producer.producer_id if idem else -1,
+            "producer_epoch": idem.producer.epoch if idem else -1,
+            "epoch_bumps": idem.epoch_bumps if idem else 0,
+        }
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "started" if self._started else "new"
+        return f"<Producer {state} acks={self.config.acks} idempotent={self._idempotent}>"
+
+
+_ = TopicPartition  # re-exported type used in annotations by callers

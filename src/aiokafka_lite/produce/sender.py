@@ -1,0 +1,458 @@
+"""The producer's background sender: drains ready batches into produce requests.
+
+One task (owned by the ``Producer``) loops: apply new metadata, settle idempotence
+state, expire old batches, ask the accumulator which brokers have sendable data,
+drain one request per such broker (at most ``max_in_flight_requests_per_connection``
+outstanding per broker) and sleep until the next linger deadline or a wake-up. Each
+request runs in a child task that the sender owns; its response is handled per
+partition by :meth:`Sender.complete_batch` following the Java client's rules
+(success / split / retry / fail), and sequence bookkeeping goes through the
+``IdempotenceManager``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from collections.abc import Callable
+from typing import Final
+
+from aiokafka_lite import errors as E
+from aiokafka_lite.net import Client
+from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.wire.messages import (
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+    ProduceRequest,
+    ProduceResponse,
+)
+from aiokafka_lite.wire.primitives import ZERO_UUID
+
+from .accumulator import RecordAccumulator
+from .batch import ProducerBatch
+from .config import ProducerConfig
+from .sequencing import DUPLICATE_SEQUENCE_NUMBER, IdempotenceManager
+from .topics import TopicRegistry
+
+__all__ = ["Sender"]
+
+log = logging.getLogger("aiokafka_lite.producer")
+
+_MESSAGE_TOO_LARGE: Final = 10
+_NETWORK_EXCEPTION: Final = 13
+_REQUEST_TIMED_OUT: Final = 7
+_TRANSACTIONAL_ID_MAX_TIMEOUT: Final = 2**31 - 1
+
+
+def _now_ms() -> float:
+    return time.monotonic() * 1000.0
+
+
+class Sender:
+    """Background sending for one producer (see module doc)."""
+
+    def __init__(
+        self,
+        client: Client,
+        config: ProducerConfig,
+        acc: RecordAccumulator,
+        topics: TopicRegistry,
+        idempotence: IdempotenceManager | None,
+        *,
+        transactional_id: str | None = None,
+    ) -> None:
+        self._client = client
+        self._cfg = config
+        self._acc = acc
+        self._topics = topics
+        self._idem = idempotence
+        self._transactional_id = transactional_id
+        self._acks = config.acks_value
+        self._max_in_flight = config.max_in_flight_requests_per_connection
+        self._in_flight: dict[int, int] = {}
+        self._requests: set[asyncio.Task[None]] = set()
+        self._pid_task: asyncio.Task[None] | None = None
+        self._pid_retry_at = 0.0
+        self._pid_attempts = 0
+        self._wake_fut: asyncio.Future[None] | None = None
+        self._woken = False
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+        self._load_update_at = 0.0
+        #: Set when the producer can no longer send (idempotence fatal error).
+        self.fatal_error: BaseException | None = None
+        #: Called with each batch that failed for good (after ``batch.fail``).
+        self.on_batch_failed: Callable[[ProducerBatch], None] | None = None
+        # Counters (observability and tests).
+        self.requests_sent = 0
+        self.batches_retried = 0
+        self.batches_split = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="aiokafka_lite.producer.sender")
+
+    def wake(self) -> None:
+        fut = self._wake_fut
+        if fut is not None:
+            if not fut.done():
+                fut.set_result(None)
+        else:
+            self._woken = True
+
+    async def stop(self) -> None:
+        """Stop looping; cancel outstanding requests (the caller has failed their batches)."""
+        self._stopping = True
+        self.wake()
+        tasks: list[asyncio.Task[None]] = list(self._requests)
+        if self._pid_task is not None:
+            tasks.append(self._pid_task)
+        if self._task is not None:
+            tasks.append(self._task)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._requests.clear()
+
+    @property
+    def in_flight_requests(self) -> int:
+        return sum(self._in_flight.values())
+
+    # -- the loop -----------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while not self._stopping:
+            try:
+                delay = self._run_once(_now_ms())
+            except Exception:  # a bug must not silently stop all sending
+                log.exception("producer sender iteration failed")
+                delay = 100.0
+            await self._sleep(delay)
+
+    async def _sleep(self, delay_ms: float) -> None:
+        if self._woken:
+            self._woken = False
+            await asyncio.sleep(0)
+            return
+        loop = asyncio.get_running_loop()
+        fut = self._wake_fut = loop.create_future()
+        handle = None
+        if delay_ms != math.inf:
+            handle = loop.call_later(max(delay_ms, 0.0) / 1000.0, _resolve, fut)
+        try:
+            await fut
+        finally:
+            self._wake_fut = None
+            self._woken = False
+            if handle is not None:
+                handle.cancel()
+
+    def _run_once(self, now: float) -> float:
+        """One pass; returns how long to sleep (ms) unless woken earlier."""
+        acc = self._acc
+        self._topics.update(self._client.cluster)
+        delay = math.inf
+        idem = self._idem
+        if idem is not None:
+            idem.maybe_resolve_sequences()
+            idem.maybe_bump_epoch()
+            if idem.fatal_error is not None and self.fatal_error is None:
+                self._fatal(idem.fatal_error)
+            if not idem.has_producer_id and self.fatal_error is None:
+                if self._pid_task is None:
+                    wait = self._pid_retry_at - now
+                    if wait <= 0:
+                        self._pid_task = asyncio.get_running_loop().create_task(self._init_producer_id())
+                    else:
+                        delay = wait
+        if self.fatal_error is not None:
+            for batch in acc.drain_all():
+                self._fail(batch, self.fatal_error)
+        for batch in acc.expire(now):
+            self._expire(batch, now, in_flight=False)
+        for batch in acc.expired_in_flight(now):
+            self._expire(batch, now, in_flight=True)
+        if self._topics_need_load_update(now):
+            self._update_partition_load(now)
+        max_in_flight = self._max_in_flight
+        in_flight = self._in_flight
+        nodes, wait, unknown_leader = acc.ready(now, lambda n: in_flight.get(n, 0) < max_in_flight)
+        delay = min(delay, wait)
+        if unknown_leader:
+            self._client.request_metadata_refresh()
+            delay = min(delay, self._cfg.retry_backoff_ms)
+        for node in nodes:
+            batches = acc.drain(node, self._cfg.max_request_size, now, idem)
+            if batches:
+                self._send(node, batches, now)
+        if acc.in_flight or acc.has_queued:
+            delay = min(delay, max(acc.next_expiry_ms(now), 1.0))
+        return delay
+
+    def _topics_need_load_update(self, now: float) -> bool:
+        return self._cfg.partitioner_adaptive_partitioning_enable and now >= self._load_update_at
+
+    def _update_partition_load(self, now: float) -> None:
+        self._load_update_at = now + 50.0
+        for name, state in self._topics.topics.items():
+            if state.sticky is not None and len(state.available) > 1:
+                state.sticky.update_load(self._acc.queue_sizes(name))
+
+    # -- producer id ----------------------------------------------------------------------------
+
+    async def _init_producer_id(self) -> None:
+        idem = self._idem
+        assert idem is not None
+        try:
+            req = InitProducerIdRequest(
+                transactional_id=self._transactional_id,
+                transaction_timeout_ms=_TRANSACTIONAL_ID_MAX_TIMEOUT,
+                producer_id=-1,
+                producer_epoch=-1,
+            )
+            resp = await self._client.send(req, timeout_ms=self._cfg.request_timeout_ms)
+            assert isinstance(resp, InitProducerIdResponse)
+            if resp.error_code:
+                raise E.error_for(resp.error_code, "InitProducerId")
+        except asyncio.CancelledError:
+            raise
+        except E.KafkaError as exc:
+            if exc.retriable or isinstance(exc, E.CoordinatorError):
+                self._pid_attempts += 1
+                delay = self._acc.backoff_ms(self._pid_attempts)
+                self._pid_retry_at = _now_ms() + delay
+                log.debug("InitProducerId failed (%s); retrying in %.0f ms", exc, delay)
+            elif not self._stopping:
+                log.error("idempotent producer cannot get a producer id: %s", exc)
+                idem.fatal_error = exc
+        else:
+            self._pid_attempts = 0
+            idem.set_producer_id_and_epoch(resp.producer_id, resp.producer_epoch)
+            log.debug("producer id %d epoch %d", resp.producer_id, resp.producer_epoch)
+        finally:
+            self._pid_task = None
+            self.wake()
+
+    def _fatal(self, exc: BaseException) -> None:
+        self.fatal_error = exc
+        for batch in list(self._acc.in_flight):
+            self._fail(batch, exc)
+
+    # -- requests ------------------------------------------------------------------------------
+
+    def _send(self, node: int, batches: list[ProducerBatch], now: float) -> None:
+        by_topic: dict[str, ProduceRequest.TopicProduceData] = {}
+        topics = self._topics.topics
+        for batch in batches:
+            topic = batch.tp.topic
+            td = by_topic.get(topic)
+            if td is None:
+                state = topics.get(topic)
+                topic_id = state.topic_id if state is not None and state.topic_id is not None else ZERO_UUID
+                td = by_topic[topic] = ProduceRequest.TopicProduceData(name=topic, topic_id=topic_id)
+            td.partition_data.append(
+                ProduceRequest.PartitionProduceData(index=batch.tp.partition, records=batch.buffer)
+            )
+        req = ProduceRequest(
+            transactional_id=self._transactional_id,
+            acks=self._acks,
+            timeout_ms=int(self._cfg.request_timeout_ms),
+            topic_data=list(by_topic.values()),
+        )
+        self._in_flight[node] = self._in_flight.get(node, 0) + 1
+        self.requests_sent += 1
+        task = asyncio.get_running_loop().create_task(self._produce(node, req, batches))
+        self._requests.add(task)
+        task.add_done_callback(self._requests.discard)
+
+    async def _produce(self, node: int, req: ProduceRequest, batches: list[ProducerBatch]) -> None:
+        try:
+            try:
+                resp = await self._client.send(
+                    req,
+                    node_id=node,
+                    timeout_ms=self._cfg.request_timeout_ms,
+                    expect_response=self._acks != 0,
+                )
+            except asyncio.CancelledError:
+                raise
+            except (E.KafkaConnectionError, E.KafkaTimeoutError) as exc:
+                code = _REQUEST_TIMED_OUT if isinstance(exc, E.KafkaTimeoutError) else _NETWORK_EXCEPTION
+                self._client.request_metadata_refresh()
+                now = _now_ms()
+                for batch in batches:
+                    self.complete_batch(batch, code, now, cause=exc)
+                return
+            except E.UnsupportedVersionError as exc:
+                for batch in batches:
+                    self._fail(batch, exc, sequence_gap=True)
+                return
+            except E.ClosedError as exc:
+                for batch in batches:
+                    self._fail(batch, E.ProducerClosedError(f"producer closed: {exc}"))
+                return
+            except Exception as exc:
+                log.exception("produce request to node %s failed unexpectedly", node)
+                for batch in batches:
+                    self._fail(
+                        batch,
+                        exc if isinstance(exc, E.KafkaError) else E.KafkaError(str(exc)),
+                        sequence_gap=True,
+                    )
+                return
+            now = _now_ms()
+            if resp is None:  # acks=0: written is all we will ever know
+                for batch in batches:
+                    if self._idem is not None:
+                        self._idem.on_success(batch, -1)
+                    batch.complete(-1, -1)
+                    self._acc.complete(batch)
+                return
+            assert isinstance(resp, ProduceResponse)
+            self._handle_response(resp, batches, now)
+        finally:
+            self._in_flight[node] -= 1
+            self.wake()
+
+    def _handle_response(self, resp: ProduceResponse, batches: list[ProducerBatch], now: float) -> None:
+        pending = {(b.tp.topic, b.tp.partition): b for b in batches}
+        for topic_resp in resp.responses:
+            name = topic_resp.name
+            if not name and topic_resp.topic_id != ZERO_UUID:
+                name = self._topics.name_for(topic_resp.topic_id) or ""
+            for part in topic_resp.partition_responses:
+                batch = pending.pop((name, part.index), None)
+                if batch is None:
+                    continue
+                code = part.error_code
+                if code == 0 or code == DUPLICATE_SEQUENCE_NUMBER:
+                    base = part.base_offset if code == 0 else -1
+                    if self._idem is not None:
+                        self._idem.on_success(batch, base)
+                    batch.complete(base, part.log_append_time_ms)  # no-op if it expired meanwhile
+                    self._acc.complete(batch)
+                else:
+                    message = part.error_message
+                    if part.record_errors:
+                        details = "; ".join(
+                            f"record {e.batch_index}: {e.batch_index_error_message}"
+                            for e in part.record_errors
+                        )
+                        message = f"{message}; {details}" if message else details
+                    self.complete_batch(
+                        batch, code, now, message=message, log_start_offset=part.log_start_offset
+                    )
+        for batch in pending.values():  # the broker left partitions out: retry them
+            self.complete_batch(
+                batch, _NETWORK_EXCEPTION, now, message="partition missing from produce response"
+            )
+
+    # -- per-batch outcome ---------------------------------------------------------------------
+
+    def complete_batch(
+        self,
+        batch: ProducerBatch,
+        code: int,
+        now: float,
+        *,
+        message: str | None = None,
+        log_start_offset: int = -1,
+        cause: BaseException | None = None,
+    ) -> None:
+        """Handle a failed partition response (``code`` != 0) for ``batch``."""
+        tp = batch.tp
+        if code == _MESSAGE_TOO_LARGE and batch.count > 1 and not batch.is_done and not self._stopping:
+            children = self._acc.split(batch, now)
+            if self._idem is not None:
+                self._idem.on_split(batch, children)
+            self.batches_split += 1
+            log.debug(
+                "%s-%d: batch too large for the broker, split into %d", tp.topic, tp.partition, len(children)
+            )
+            return
+        if cause is not None:
+            error: BaseException = cause
+            retriable = True
+            invalidates = True
+        else:
+            error = E.error_for(code, f"{tp.topic}-{tp.partition}" + (f": {message}" if message else ""))
+            retriable = error.retriable if isinstance(error, E.KafkaError) else False
+            invalidates = getattr(error, "invalidates_metadata", False)
+        if invalidates:
+            self._client.request_metadata_refresh()
+        can_retry = (
+            not batch.is_done
+            and not self._stopping
+            and batch.attempts <= self._cfg.retries
+            and now - batch.created_ms < self._cfg.delivery_timeout_ms
+            and (
+                self._idem.can_retry(batch, code, log_start_offset, retriable)
+                if self._idem is not None
+                else retriable
+            )
+        )
+        if can_retry:
+            log.debug(
+                "%s-%d: retrying batch (attempt %d) after %s", tp.topic, tp.partition, batch.attempts, error
+            )
+            self.batches_retried += 1
+            self._acc.reenqueue(batch, now)
+            return
+        if cause is not None:
+            # Disconnect/timeout: the broker may or may not have written it.
+            if self._idem is not None and batch.has_sequence:
+                self._idem.mark_unresolved(batch)
+            self._fail(batch, error)
+            return
+        # The broker refused the batch, leaving a gap in the sequence that must be
+        # renumbered away; with retries exhausted the gap is assumed too (as in Java).
+        self._fail(batch, error, code=code, sequence_gap=batch.attempts <= self._cfg.retries)
+
+    def _fail(
+        self, batch: ProducerBatch, error: BaseException, *, code: int = -1, sequence_gap: bool = False
+    ) -> None:
+        if self._idem is not None and batch.has_sequence:
+            self._idem.on_failed(batch, code, sequence_gap)
+        if batch.fail(error):
+            self._acc.complete(batch)
+            if self.on_batch_failed is not None:
+                self.on_batch_failed(batch)
+        else:
+            self._acc.complete(batch)
+
+    def _expire(self, batch: ProducerBatch, now: float, *, in_flight: bool) -> None:
+        tp = batch.tp
+        where = "in flight" if in_flight else "queued"
+        err = E.KafkaTimeoutError(
+            f"expiring {batch.count} record(s) for {tp.topic}-{tp.partition} ({where}): "
+            f"{now - batch.created_ms:.0f} ms has passed since batch creation (delivery_timeout_ms="
+            f"{self._cfg.delivery_timeout_ms:g})"
+        )
+        if self._idem is not None and batch.has_sequence:
+            # Sent at least once: the broker may have written it. Hold the partition
+            # until everything in flight settles (see sequencing.py).
+            self._idem.mark_unresolved(batch)
+        if batch.fail(err):
+            if self.on_batch_failed is not None:
+                self.on_batch_failed(batch)
+        self._acc.complete(batch)
+
+    def fail_all(self, error: BaseException) -> None:
+        """Fail every incomplete batch (abort / forced close)."""
+        acc = self._acc
+        acc.drain_all()
+        for batch in list(acc.incomplete):
+            if batch.fail(error) and self.on_batch_failed is not None:
+                self.on_batch_failed(batch)
+            acc.complete(batch)
+
+    def partitions_in_flight(self) -> set[TopicPartition]:
+        return {b.tp for b in self._acc.in_flight}
+
+
+def _resolve(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
