@@ -20,7 +20,9 @@ if ! command -v kcat >/dev/null 2>&1; then
 fi
 
 echo "== ruff"
-"$VENV/bin/python" -m ruff check src tests tools bench examples
+lint_dirs=()
+for d in src tests tools bench examples; do [ -d "$d" ] && lint_dirs+=("$d"); done
+"$VENV/bin/python" -m ruff check "${lint_dirs[@]}"
 echo "== mypy --strict src/"
 "$VENV/bin/python" -m mypy
 echo "== pytest"

@@ -111,6 +111,9 @@ def test_registry_covers_every_api() -> None:
         assert m.RESPONSES[key].API_KEY == key
     assert m.REQUESTS[0] is m.ProduceRequest
     assert m.RESPONSES[1] is m.FetchResponse
+    # A renamed API keeps its key; the registry holds the newer schema.
+    assert m.REQUESTS[74] is m.ListConfigResourcesRequest
+    assert m.ListClientMetricsResourcesRequest.API_KEY == 74
     assert m.RequestHeader.MIN_VERSION == 0 and m.RequestHeader.MAX_VERSION == 2
     assert (m.ResponseHeader.MIN_VERSION, m.ResponseHeader.MAX_VERSION) == (0, 1)
     assert m.ConsumerProtocolSubscription.MAX_VERSION >= 3

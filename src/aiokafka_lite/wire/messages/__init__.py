@@ -194,7 +194,6 @@ REQUESTS: dict[int, type[Request]] = {
     69: ConsumerGroupDescribeRequest,
     71: GetTelemetrySubscriptionsRequest,
     72: PushTelemetryRequest,
-    74: ListClientMetricsResourcesRequest,
     74: ListConfigResourcesRequest,
     75: DescribeTopicPartitionsRequest,
 }
@@ -258,7 +257,6 @@ RESPONSES: dict[int, type[Response]] = {
     69: ConsumerGroupDescribeResponse,
     71: GetTelemetrySubscriptionsResponse,
     72: PushTelemetryResponse,
-    74: ListClientMetricsResourcesResponse,
     74: ListConfigResourcesResponse,
     75: DescribeTopicPartitionsResponse,
 }
