@@ -1,0 +1,174 @@
+"""Partitioners: Java-compatible murmur2, KIP-794 uniform sticky, round robin."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from aiokafka_lite.produce.partitioner import (
+    RoundRobinPartitioner,
+    UniformStickyPartitioner,
+    key_partition,
+    murmur2,
+)
+
+HERE = Path(__file__).parent
+VECTORS = HERE / "murmur2_vectors.txt"
+# Partition counts of the columns in murmur2_vectors.txt (see java/Murmur2Vectors.java).
+COUNTS = [1, 2, 3, 6, 7, 10, 12, 16, 100, 1000, 2147483647]
+
+
+def _vectors() -> list[tuple[bytes, int, list[int]]]:
+    out = []
+    for line in VECTORS.read_text().splitlines():
+        hexkey, h, *parts = line.split()
+        out.append((b"" if hexkey == "-" else bytes.fromhex(hexkey), int(h), [int(p) for p in parts]))
+    return out
+
+
+def test_vectors_computed_with_java_cover_many_keys() -> None:
+    vectors = _vectors()
+    assert len(vectors) > 400
+    assert {len(k) % 4 for k, _, _ in vectors} == {0, 1, 2, 3}  # every tail length
+
+
+@pytest.mark.parametrize(("key", "expected_hash", "partitions"), _vectors()[:40] + _vectors()[-40:])
+def test_murmur2_matches_java_vectors(key: bytes, expected_hash: int, partitions: list[int]) -> None:
+    assert murmur2(key) == expected_hash
+    for count, expected in zip(COUNTS, partitions, strict=True):
+        assert key_partition(key, count) == expected
+
+
+def test_murmur2_all_java_vectors() -> None:
+    mismatches = [
+        (key.hex(), n)
+        for key, h, parts in _vectors()
+        for n, p in zip(COUNTS, parts, strict=True)
+        if murmur2(key) != h or key_partition(key, n) != p
+    ]
+    assert mismatches == []
+
+
+def test_murmur2_published_kafka_values() -> None:
+    # Values asserted by Apache Kafka's own unit tests for Utils.murmur2.
+    assert murmur2(b"21") == -973932308
+    assert murmur2(b"foobar") == -790332482
+    assert murmur2(b"a-little-bit-long-string") == -985981536
+    assert murmur2(b"a-little-bit-longer-string") == -1486304829
+    assert murmur2(b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8") == -58897971
+    assert murmur2(b"abc") == 479470107
+
+
+@pytest.mark.skipif(shutil.which("javac") is None, reason="no JDK to regenerate the vectors")
+def test_stored_vectors_are_what_java_computes(tmp_path: Path) -> None:
+    subprocess.run(
+        ["javac", "-d", str(tmp_path), str(HERE / "java" / "Murmur2Vectors.java")], check=True, timeout=120
+    )
+    out = subprocess.run(
+        ["java", "-cp", str(tmp_path), "Murmur2Vectors"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+    assert out == VECTORS.read_text()
+
+
+@given(st.binary(max_size=64))
+def test_murmur2_agrees_with_kafka_python(key: bytes) -> None:
+    kp = pytest.importorskip("kafka.partitioner.default")
+    theirs = kp.murmur2(key)  # unsigned
+    assert murmur2(key) & 0xFFFFFFFF == theirs
+    assert key_partition(key, 12) == (theirs & 0x7FFFFFFF) % 12
+
+
+def test_key_partition_accepts_any_buffer() -> None:
+    key = b"user-12345"
+    expected = key_partition(key, 7)
+    assert key_partition(bytearray(key), 7) == expected
+    assert key_partition(memoryview(key), 7) == expected
+
+
+# -- uniform sticky ---------------------------------------------------------------------
+
+
+def test_sticky_stays_until_batch_size_bytes() -> None:
+    sp = UniformStickyPartitioner(6, sticky_bytes=1000, rng=random.Random(1))
+    first = sp.current
+    for _ in range(9):
+        sp.on_append(100, allow_switch=True)
+        assert sp.current == first
+    sp.on_append(100, allow_switch=True)  # 1000 bytes reached
+    assert sp.produced == 0
+
+
+def test_sticky_waits_for_full_batch_until_twice_the_threshold() -> None:
+    rng = random.Random(7)
+    sp = UniformStickyPartitioner(50, sticky_bytes=1000, rng=rng)
+    first = sp.current
+    sp.on_append(1500, allow_switch=False)
+    assert sp.current == first and sp.produced == 1500
+    sp.on_append(499, allow_switch=False)
+    assert sp.current == first
+    sp.on_append(1, allow_switch=False)  # 2000: switch regardless
+    assert sp.produced == 0
+
+
+def test_sticky_distribution_is_uniform() -> None:
+    sp = UniformStickyPartitioner(6, sticky_bytes=100, rng=random.Random(3))
+    counts: Counter[int] = Counter()
+    for _ in range(60000):
+        counts[sp.current] += 10
+        sp.on_append(10, allow_switch=True)
+    assert set(counts) == set(range(6))
+    mean = sum(counts.values()) / 6
+    assert all(abs(c - mean) / mean < 0.1 for c in counts.values()), counts
+
+
+def test_sticky_only_picks_available_partitions() -> None:
+    sp = UniformStickyPartitioner(6, [1, 4], sticky_bytes=10, rng=random.Random(5))
+    seen = set()
+    for _ in range(200):
+        seen.add(sp.current)
+        sp.on_append(10, allow_switch=True)
+    assert seen == {1, 4}
+
+
+def test_sticky_adaptive_weights_avoid_long_queues() -> None:
+    sp = UniformStickyPartitioner(3, sticky_bytes=10, rng=random.Random(11))
+    sp.update_load({0: 10, 1: 0, 2: 0})  # partition 0's broker is slow
+    counts: Counter[int] = Counter()
+    for _ in range(3000):
+        sp.on_append(10, allow_switch=True)
+        counts[sp.current] += 1
+    # weights 1 : 11 : 11
+    assert counts[0] < 0.1 * 3000
+    assert counts[1] > 0.4 * 3000 and counts[2] > 0.4 * 3000
+    sp.update_load({0: 2, 1: 2, 2: 2})  # equal queues: back to uniform
+    counts.clear()
+    for _ in range(3000):
+        sp.on_append(10, allow_switch=True)
+        counts[sp.current] += 1
+    assert counts[0] > 0.25 * 3000
+
+
+def test_sticky_metadata_update_moves_off_vanished_partition() -> None:
+    sp = UniformStickyPartitioner(6, sticky_bytes=10, rng=random.Random(2))
+    while sp.current < 3:
+        sp.on_append(10, allow_switch=True)
+    sp.update_metadata(3, [0, 1, 2])
+    assert sp.current in (0, 1, 2)
+
+
+def test_round_robin_cycles_available_then_all() -> None:
+    rr = RoundRobinPartitioner()
+    assert [rr.partition(4, [0, 2]) for _ in range(4)] == [0, 2, 0, 2]
+    rr2 = RoundRobinPartitioner()
+    assert [rr2.partition(3, []) for _ in range(4)] == [0, 1, 2, 0]
