@@ -100,8 +100,10 @@ def test_positions_and_consumed_offsets() -> None:
     s.request_reset(TP0)
     assert s.position(TP0) is None and s.state(TP0).reset_requested
     assert s.missing_positions() == {TP0}
-    with pytest.raises(IllegalStateError):
+    with pytest.raises(ValueError):
         s.seek(TP1, -1)
+    with pytest.raises(TypeError):
+        s.seek(TP1, "3")  # type: ignore[arg-type]
     with pytest.raises(IllegalStateError):
         s.position(TopicPartition("other", 0))
 
@@ -129,7 +131,7 @@ def test_manual_reassign_keeps_positions_of_kept_partitions() -> None:
     s.assign_manually([TP0, TopicPartition("t", 2)])
     assert s.position(TP0) == 4
     assert rec.removed == [{TP1}]
-    with pytest.raises(IllegalStateError):
+    with pytest.raises(TypeError):
         s.assign_manually([("t", "0")])  # type: ignore[list-item]
 
 

@@ -79,11 +79,6 @@ class ConsumerConfig(Options):
         "Timeout of blocking calls without their own (offset lookups, position resolution, commits).",
         at_least(1),
     )
-    metadata_max_age_ms: int | None = option(
-        None,
-        "How often pattern subscriptions re-check metadata for new topics; None uses the client's setting.",
-        at_least(1),
-    )
     # -- group membership (read by the group coordinator) ---------------------------
     group_instance_id: str | None = option(None, "Static membership id (KIP-345).")
     session_timeout_ms: int = option(

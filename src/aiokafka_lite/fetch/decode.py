@@ -64,6 +64,7 @@ class CompletedFetch:
         "high_watermark",
         "last_epoch",
         "last_stable_offset",
+        "leftover",
         "log_start_offset",
         "next_fetch_offset",
         "size",
@@ -97,6 +98,8 @@ class CompletedFetch:
         self.log_start_offset = log_start_offset
         # Epoch of the last batch processed (position epoch after exhaustion).
         self.last_epoch: int | None = None
+        # Decoded records handed back unconsumed (getmany's max_records, pause): served first.
+        self.leftover: list[Record] | None = None
         # read_committed: aborted transactions as (first_offset, producer_id), sorted;
         # None in read_uncommitted mode.
         self._aborted: list[tuple[int, int]] | None = sorted(aborted) if aborted is not None else None
@@ -112,7 +115,12 @@ class CompletedFetch:
 
     @property
     def exhausted(self) -> bool:
-        return self.batch_index >= len(self.batches)
+        return self.batch_index >= len(self.batches) and not self.leftover
+
+    def give_back(self, records: list[Record]) -> None:
+        """Return decoded but unconsumed records; the next ``next_records`` starts with them."""
+        if records:
+            self.leftover = records + self.leftover if self.leftover else records
 
     def next_records(
         self,
@@ -126,6 +134,13 @@ class CompletedFetch:
         Raises ``CorruptRecordError`` for a batch that cannot be decoded; the batch
         stays current, so a retry raises again until the consumer seeks past it.
         """
+        leftover = self.leftover
+        if leftover is not None:
+            self.leftover = None
+            if leftover[0].offset < position:
+                leftover = [r for r in leftover if r.offset >= position]
+            if leftover:
+                return leftover
         batches = self.batches
         tp = self.tp
         while self.batch_index < len(batches):

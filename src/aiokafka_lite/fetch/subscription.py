@@ -78,6 +78,7 @@ class PartitionState:
         "position",
         "position_epoch",
         "reset_requested",
+        "reset_to",
     )
 
     def __init__(self) -> None:
@@ -87,6 +88,8 @@ class PartitionState:
         # True once OFFSET_OUT_OF_RANGE (or a seek_to_*) asked for auto_offset_reset /
         # a ListOffsets lookup, instead of the committed offset.
         self.reset_requested = False
+        # What the reset looks up: "earliest"/"latest", or None for auto_offset_reset.
+        self.reset_to: str | None = None
         # True when the position must be checked with OffsetForLeaderEpoch before fetching.
         self.awaiting_validation = False
         self.high_watermark = -1
@@ -322,25 +325,37 @@ class SubscriptionState:
 
     def seek(self, tp: TopicPartition, offset: int, leader_epoch: int | None = None) -> None:
         """Set the next offset to read. With a leader epoch the position is validated (KIP-320)."""
-        if not isinstance(offset, int) or offset < 0:
-            raise IllegalStateError(f"invalid offset {offset!r} for {tp.topic}-{tp.partition}")
+        if not isinstance(offset, int) or isinstance(offset, bool):
+            raise TypeError(f"offset must be an int, not {type(offset).__name__}")
+        if offset < 0:
+            raise ValueError(f"invalid offset {offset} for {tp.topic}-{tp.partition}")
         st = self.state(tp)
         st.position = offset
         st.position_epoch = leader_epoch
         st.reset_requested = False
+        st.reset_to = None
         st.awaiting_validation = leader_epoch is not None
         self._notify_position(tp)
         self._notify_changed()
 
-    def request_reset(self, tp: TopicPartition) -> None:
-        """Forget the position and resolve it with auto_offset_reset (e.g. after OFFSET_OUT_OF_RANGE)."""
+    def request_reset(self, tp: TopicPartition, to: str | None = None) -> None:
+        """Forget the position and look it up again: ``to`` is "earliest" or "latest"
+        (``seek_to_beginning/end``), None applies auto_offset_reset (e.g. after OFFSET_OUT_OF_RANGE)."""
+        if to not in (None, "earliest", "latest"):
+            raise IllegalStateError(f"invalid reset target {to!r}")
         st = self.state(tp)
         st.position = None
         st.position_epoch = None
         st.reset_requested = True
+        st.reset_to = to
         st.awaiting_validation = False
         self._notify_position(tp)
         self._notify_changed()
+
+    def reset_position(self, tp: TopicPartition, offset: int, leader_epoch: int | None = None) -> None:
+        """Set a position that needs no validation (it came from the leader: ListOffsets, truncation point)."""
+        self.seek(tp, offset)
+        self._partitions[tp].position_epoch = leader_epoch
 
     def mark_for_validation(self, tp: TopicPartition) -> None:
         """Ask for an OffsetForLeaderEpoch check of the position (after a leader change)."""
@@ -407,4 +422,4 @@ def _check_tp(tp: object) -> TopicPartition:
         and not isinstance(tp[1], bool)
     ):
         return TopicPartition(tp[0], tp[1])
-    raise IllegalStateError(f"expected a TopicPartition, got {tp!r}")
+    raise TypeError(f"expected a TopicPartition, got {tp!r}")

@@ -1,0 +1,714 @@
+"""``Consumer``: the user-facing consumer (manual assignment, topic/pattern subscriptions, groups).
+
+::
+
+    async with Consumer("127.0.0.1:9092", topics=["events"], group_id="g",
+                        auto_offset_reset="earliest") as consumer:
+        async for record in consumer:
+            ...
+        batch = await consumer.getmany(timeout_ms=1000, max_records=500)
+
+Data flow: the :class:`~aiokafka_lite.fetch.fetcher.Fetcher` fills a byte-capped buffer
+in the background; the consumer decodes one batch at a time from it (a *chunk*) and
+hands records out of that list. ``async for`` therefore costs a list index and a
+position update per record while a chunk lasts; everything else (group polling,
+errors, waiting, choosing the next partition round-robin) happens once per chunk.
+
+Group membership is delegated to ``aiokafka_lite.groups.GroupCoordinator``, built
+when ``group_id`` is set; the coordinator assigns/revokes partitions through the
+shared :class:`~aiokafka_lite.fetch.subscription.SubscriptionState`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+from collections.abc import Generator, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from aiokafka_lite import errors as E
+from aiokafka_lite.net import Client, ClientConfig, ClusterMetadata
+from aiokafka_lite.structs import TopicPartition
+
+from .config import ConsumerConfig
+from .decode import CompletedFetch
+from .fetcher import Fetcher
+from .offsets import EARLIEST, LATEST, OffsetAndTimestamp, list_offsets
+from .record import Record
+from .subscription import OffsetAndMetadata, PartitionState, SubscriptionState, SubscriptionType
+
+if TYPE_CHECKING:
+    from aiokafka_lite.groups import GroupCoordinator
+
+__all__ = ["Consumer"]
+
+log = logging.getLogger(__name__)
+
+_EMPTY: list[Record] = []
+
+
+class _PositionsAwaitable:
+    """Returned by ``seek_to_*``: the reset is lazy, awaiting it resolves the positions now."""
+
+    __slots__ = ("_consumer", "_tps")
+
+    def __init__(self, consumer: Consumer, tps: list[TopicPartition]) -> None:
+        self._consumer = consumer
+        self._tps = tps
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return self._wait().__await__()
+
+    async def _wait(self) -> None:
+        if self._consumer._fetcher is None:
+            return
+        for tp in self._tps:
+            if self._consumer._sub.is_assigned(tp):
+                await self._consumer.position(tp)
+
+
+class Consumer:
+    """An asyncio Kafka consumer.
+
+    ``bootstrap_servers`` (or ``client=``, a shared started-or-not ``Client``) says where
+    Kafka is. ``topics``/``pattern`` subscribe at construction (with ``group_id`` the
+    group assigns partitions; without, every partition of the topics is consumed).
+    Other keyword options are :class:`ConsumerConfig` fields, or ``ClientConfig`` fields
+    when the consumer creates its own client. Use ``async with`` or ``start()``/``close()``.
+    """
+
+    def __init__(
+        self,
+        bootstrap_servers: str | Sequence[str] | None = None,
+        *,
+        topics: str | Iterable[str] | None = None,
+        pattern: str | re.Pattern[str] | None = None,
+        exclude: str | re.Pattern[str] | None = None,
+        listener: object | None = None,
+        client: Client | None = None,
+        config: ConsumerConfig | None = None,
+        **options: Any,
+    ) -> None:
+        consumer_names = set(ConsumerConfig.option_names())
+        client_names = set(ClientConfig.option_names())
+        consumer_opts = {k: v for k, v in options.items() if k in consumer_names or k not in client_names}
+        client_opts = {k: v for k, v in options.items() if k in client_names and k not in consumer_names}
+        self.config = ConsumerConfig.from_options(config, **consumer_opts)
+        if client is not None:
+            if client_opts:
+                raise E.ConfigError(
+                    f"client options {sorted(client_opts)} cannot be used with client=; configure that client"
+                )
+            self._client = client
+            self._own_client = False
+        else:
+            if bootstrap_servers is None:
+                raise E.ConfigError("Consumer needs bootstrap_servers or client=")
+            self._client = Client(bootstrap_servers, **client_opts)
+            self._own_client = True
+        self._sub = SubscriptionState()
+        if topics is not None or pattern is not None:
+            self._sub.subscribe(
+                topics=[topics] if isinstance(topics, str) else topics,
+                pattern=pattern,
+                exclude=exclude,
+                listener=listener,
+            )
+        self._coordinator: GroupCoordinator | None = None
+        self._fetcher: Fetcher | None = None
+        self._pattern_task: asyncio.Task[None] | None = None
+        self._started = False
+        self._closed = False
+        self._close_task: asyncio.Task[None] | None = None
+        self._kd = self.config.key_deserializer
+        self._vd = self.config.value_deserializer
+        # The chunk being handed out by __anext__.
+        self._recs: list[Record] = _EMPTY
+        self._idx = 0
+        self._cur_cf: CompletedFetch | None = None
+        self._cur_st: PartitionState | None = None
+        self._states = self._sub.states()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "started" if self._started else "new"
+        return f"<Consumer {state} group={self.config.group_id!r} assignment={len(self._states)}>"
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def client(self) -> Client:
+        return self._client
+
+    @property
+    def subscription_state(self) -> SubscriptionState:
+        """The shared state object (for the group coordinator and advanced use)."""
+        return self._sub
+
+    @property
+    def fetcher(self) -> Fetcher | None:
+        return self._fetcher
+
+    @property
+    def coordinator(self) -> GroupCoordinator | None:
+        return self._coordinator
+
+    async def start(self) -> None:
+        """Connect, join the group if any, and start fetching in the background."""
+        if self._closed:
+            raise E.ClosedError("consumer is closed")
+        if self._started:
+            return
+        if self._own_client or not self._client.closed:
+            await self._client.start()
+        cfg = self.config
+        if cfg.group_id is not None:
+            try:
+                from aiokafka_lite.groups import GroupCoordinator
+            except ImportError as exc:  # pragma: no cover - depends on the install
+                raise E.ConfigError(
+                    f"group_id needs aiokafka_lite.groups, which cannot be imported: {exc}"
+                ) from exc
+            self._coordinator = GroupCoordinator(self._client, self._sub, cfg)
+        coordinator = self._coordinator
+        self._fetcher = Fetcher(
+            self._client,
+            self._sub,
+            cfg,
+            committed_lookup=coordinator.fetch_committed if coordinator is not None else None,
+            on_metadata=self._on_metadata,
+        )
+        self._sub.add_listener(self)
+        self._started = True
+        try:
+            await self._refresh_subscription_metadata()
+            self._fetcher.start()
+            if coordinator is not None:
+                await coordinator.start()
+            self._start_pattern_refresh()
+        except BaseException:
+            await self.close()
+            raise
+
+    async def close(self) -> None:
+        """Leave the group (committing first with auto-commit), stop fetching, close our client.
+
+        Idempotent; an ``async for`` running in another task ends cleanly.
+        """
+        if self._close_task is None:
+            self._close_task = asyncio.ensure_future(self._close())
+        await asyncio.shield(self._close_task)
+
+    async def _close(self) -> None:
+        self._closed = True
+        self._drop_chunk()
+        if self._fetcher is not None:
+            self._fetcher.data_ready.set()
+        if self._pattern_task is not None:
+            self._pattern_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._pattern_task
+        try:
+            if self._coordinator is not None:
+                try:
+                    await self._coordinator.close(timeout_ms=self.config.default_api_timeout_ms)
+                except E.KafkaError as exc:
+                    log.warning("group coordinator did not close cleanly: %s", exc)
+        finally:
+            if self._fetcher is not None:
+                await self._fetcher.close()
+            self._sub.remove_listener(self)
+            if self._own_client:
+                await self._client.close()
+
+    async def __aenter__(self) -> Consumer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _require_started(self) -> Fetcher:
+        if self._closed:
+            raise E.ClosedError("consumer is closed")
+        if self._fetcher is None:
+            raise E.IllegalStateError("consumer not started: use 'async with Consumer(...)' or await start()")
+        return self._fetcher
+
+    # ------------------------------------------------------------------ subscription
+    def subscribe(
+        self,
+        topics: str | Iterable[str] | None = None,
+        *,
+        pattern: str | re.Pattern[str] | None = None,
+        exclude: str | re.Pattern[str] | None = None,
+        listener: object | None = None,
+    ) -> None:
+        """Subscribe to topics or a regex ``pattern`` (full match; ``exclude`` removes matches).
+
+        Pattern subscriptions pick up new matching topics at each metadata refresh
+        (``metadata_max_age_ms``). Replaces any previous subscription.
+        """
+        self._sub.subscribe(
+            topics=[topics] if isinstance(topics, str) else topics,
+            pattern=pattern,
+            exclude=exclude,
+            listener=listener,
+        )
+        if self._started and not self._closed:
+            self._track_subscription()
+            self._client.request_metadata_refresh()
+            self._start_pattern_refresh()
+            if self._fetcher is not None:
+                self._on_metadata(self._client.cluster)
+
+    def unsubscribe(self) -> None:
+        self._sub.unsubscribe()
+
+    def subscription(self) -> set[str]:
+        """Topics currently subscribed (for patterns: those matching now)."""
+        return set(self._sub.subscribed_topics)
+
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        """Manual assignment (no group management); positions of kept partitions are kept."""
+        tps = list(partitions)
+        self._sub.assign_manually(tps)
+        self._client.track_topics({tp.topic for tp in self._sub.assignment()})
+        if self._started:
+            self._client.request_metadata_refresh()
+
+    def assignment(self) -> set[TopicPartition]:
+        return self._sub.assignment()
+
+    def _track_subscription(self) -> None:
+        if self._sub.subscription_type is SubscriptionType.TOPICS:
+            self._client.track_topics(self._sub.subscribed_topics)
+
+    async def _refresh_subscription_metadata(self) -> None:
+        sub = self._sub
+        if sub.subscription_type is SubscriptionType.PATTERN:
+            await self._client.refresh_metadata(all_topics=True)
+        elif sub.subscription_type is SubscriptionType.TOPICS:
+            self._track_subscription()
+            await self._client.refresh_metadata(sub.subscribed_topics)
+        elif sub.is_manual:
+            topics = {tp.topic for tp in sub.assignment()}
+            self._client.track_topics(topics)
+            await self._client.refresh_metadata(topics)
+        self._on_metadata(self._client.cluster)
+
+    def _start_pattern_refresh(self) -> None:
+        if self._sub.subscription_type is not SubscriptionType.PATTERN:
+            return
+        if self._pattern_task is None or self._pattern_task.done():
+            self._pattern_task = asyncio.ensure_future(self._pattern_refresh())
+            self._pattern_task.set_name("aiokafka_lite.consumer.pattern-refresh")
+
+    async def _pattern_refresh(self) -> None:
+        """Pattern subscriptions need the full topic list, which routine refreshes do not fetch."""
+        interval = self._client.config.metadata_max_age_ms / 1000
+        while self._sub.subscription_type is SubscriptionType.PATTERN:
+            await asyncio.sleep(interval)
+            try:
+                await self._client.refresh_metadata(all_topics=True)
+            except E.KafkaError as exc:
+                log.debug("pattern subscription metadata refresh failed: %s", exc)
+                continue
+            self._on_metadata(self._client.cluster)
+
+    def _on_metadata(self, cluster: ClusterMetadata) -> None:
+        """New metadata: update pattern matches; without a group, assign every partition."""
+        sub = self._sub
+        if sub.subscription_type is SubscriptionType.PATTERN:
+            names = [
+                name
+                for name, info in cluster.topics.items()
+                if not (self.config.exclude_internal_topics and info.is_internal)
+            ]
+            if sub.update_pattern_matches(names):
+                self._client.track_topics(sub.subscribed_topics)
+        if sub.is_subscribed and self.config.group_id is None:
+            tps = {TopicPartition(t, p) for t in sub.subscribed_topics for p in cluster.partitions_for(t)}
+            if tps != set(self._states):
+                sub.set_assignment(tps)
+
+    # ------------------------------------------------------------------ subscription listener
+    def on_partitions_removed(self, tps: set[TopicPartition]) -> None:
+        if self._cur_cf is not None and self._cur_cf.tp in tps:
+            self._drop_chunk()
+
+    def on_position_changed(self, tp: TopicPartition) -> None:
+        if self._cur_cf is not None and self._cur_cf.tp == tp:
+            self._drop_chunk()
+
+    def on_state_changed(self) -> None:
+        cf = self._cur_cf
+        if cf is not None:
+            st = self._states.get(cf.tp)
+            if st is None or st.paused:
+                self._park_chunk()
+
+    def _drop_chunk(self) -> None:
+        self._recs = _EMPTY
+        self._idx = 0
+        self._cur_cf = None
+        self._cur_st = None
+
+    def _park_chunk(self) -> None:
+        """Give the unconsumed rest of the current chunk back to its completed fetch."""
+        cf = self._cur_cf
+        if cf is not None and self._idx < len(self._recs):
+            cf.give_back(self._recs[self._idx :])
+        self._drop_chunk()
+
+    # ------------------------------------------------------------------ positions
+    def seek(self, partition: TopicPartition, offset: int) -> None:
+        """Next record returned for ``partition`` will be at ``offset``."""
+        self._sub.seek(partition, offset)
+
+    def _targets(self, partitions: tuple[TopicPartition, ...]) -> list[TopicPartition]:
+        tps = list(partitions) if partitions else sorted(self._sub.assignment())
+        for tp in tps:
+            self._sub.state(tp)  # raises for unassigned partitions
+        return tps
+
+    def seek_to_beginning(self, *partitions: TopicPartition) -> _PositionsAwaitable:
+        """Move to the earliest offset (all assigned partitions when none given).
+
+        Lazy like the Java client; ``await`` the result to resolve the positions now.
+        """
+        tps = self._targets(partitions)
+        for tp in tps:
+            self._sub.request_reset(tp, "earliest")
+        return _PositionsAwaitable(self, tps)
+
+    def seek_to_end(self, *partitions: TopicPartition) -> _PositionsAwaitable:
+        """Move to the end (high watermark, or last stable offset with read_committed)."""
+        tps = self._targets(partitions)
+        for tp in tps:
+            self._sub.request_reset(tp, "latest")
+        return _PositionsAwaitable(self, tps)
+
+    async def seek_to_committed(self, *partitions: TopicPartition) -> dict[TopicPartition, int | None]:
+        """Move to the committed offsets (group only); partitions without one are left alone."""
+        committed = await self._committed(self._targets(partitions))
+        out: dict[TopicPartition, int | None] = {}
+        for tp, om in committed.items():
+            if om is not None and om.offset >= 0:
+                self._sub.seek(tp, om.offset, om.leader_epoch)
+                out[tp] = om.offset
+            else:
+                out[tp] = None
+        return out
+
+    async def position(self, partition: TopicPartition, timeout_ms: float | None = None) -> int:
+        """Offset of the next record to be returned, resolving it first if unknown."""
+        fetcher = self._require_started()
+        timeout = self.config.default_api_timeout_ms if timeout_ms is None else timeout_ms
+        return await fetcher.wait_for_position(partition, timeout)
+
+    def highwater(self, partition: TopicPartition) -> int | None:
+        """High watermark from the last fetch response, or None before one arrived."""
+        hw = self._sub.state(partition).high_watermark
+        return hw if hw >= 0 else None
+
+    def last_stable_offset(self, partition: TopicPartition) -> int | None:
+        lso = self._sub.state(partition).last_stable_offset
+        return lso if lso >= 0 else None
+
+    def pause(self, *partitions: TopicPartition) -> None:
+        """Stop returning and fetching records for these partitions (buffered data is kept)."""
+        self._sub.pause(*partitions)
+
+    def resume(self, *partitions: TopicPartition) -> None:
+        self._sub.resume(*partitions)
+
+    def paused(self) -> set[TopicPartition]:
+        return self._sub.paused()
+
+    # ------------------------------------------------------------------ offsets lookups
+    async def beginning_offsets(
+        self, partitions: Iterable[TopicPartition], timeout_ms: float | None = None
+    ) -> dict[TopicPartition, int]:
+        return await self._list(partitions, EARLIEST, timeout_ms)
+
+    async def end_offsets(
+        self, partitions: Iterable[TopicPartition], timeout_ms: float | None = None
+    ) -> dict[TopicPartition, int]:
+        """End offsets: high watermark (read_uncommitted) or last stable offset (read_committed)."""
+        return await self._list(partitions, LATEST, timeout_ms)
+
+    async def _list(
+        self, partitions: Iterable[TopicPartition], ts: int, timeout_ms: float | None
+    ) -> dict[TopicPartition, int]:
+        res = await self._lookup({tp: ts for tp in partitions}, timeout_ms)
+        return {tp: (r.offset if r is not None else -1) for tp, r in res.items()}
+
+    async def offsets_for_times(
+        self, timestamps: Mapping[TopicPartition, int], timeout_ms: float | None = None
+    ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        """Earliest offset whose timestamp is >= the given one (ms), or None when there is none."""
+        for tp, ts in timestamps.items():
+            if not isinstance(ts, int) or isinstance(ts, bool):
+                raise TypeError(f"timestamp for {tp} must be an int (ms), not {type(ts).__name__}")
+            if ts < 0:
+                raise ValueError(f"timestamp for {tp} must be >= 0, got {ts}")
+        return await self._lookup(dict(timestamps), timeout_ms)
+
+    async def _lookup(
+        self, timestamps: dict[TopicPartition, int], timeout_ms: float | None
+    ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        self._require_started()
+        for tp in timestamps:
+            if not isinstance(tp, TopicPartition):
+                raise TypeError(f"expected TopicPartition, got {tp!r}")
+        if not timestamps:
+            return {}
+        timeout = self.config.default_api_timeout_ms if timeout_ms is None else timeout_ms
+        return await list_offsets(
+            self._client,
+            timestamps,
+            isolation_level=1 if self.config.read_committed else 0,
+            timeout_ms=timeout,
+        )
+
+    # ------------------------------------------------------------------ metadata
+    async def topics(self) -> set[str]:
+        """Every topic in the cluster."""
+        self._require_started()
+        cluster = await self._client.refresh_metadata(all_topics=True)
+        return set(cluster.topics)
+
+    async def partitions_for_topic(self, topic: str) -> set[int]:
+        self._require_started()
+        info = await self._client.wait_for_topic(topic, self.config.default_api_timeout_ms)
+        return set(info.partitions)
+
+    # ------------------------------------------------------------------ groups
+    def _require_group(self) -> GroupCoordinator:
+        self._require_started()
+        if self._coordinator is None:
+            raise E.IllegalStateError("committed offsets need a group_id")
+        return self._coordinator
+
+    async def commit(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None) -> None:
+        """Commit ``offsets`` (next offset to read per partition), or every consumed position."""
+        coordinator = self._require_group()
+        if offsets is None:
+            await coordinator.commit(None)
+            return
+        converted: dict[TopicPartition, OffsetAndMetadata] = {}
+        for tp, om in offsets.items():
+            if isinstance(om, OffsetAndMetadata):
+                converted[tp] = om
+            elif isinstance(om, int) and not isinstance(om, bool):
+                converted[tp] = OffsetAndMetadata(om)
+            else:
+                raise TypeError(
+                    f"offset for {tp} must be an int or OffsetAndMetadata, not {type(om).__name__}"
+                )
+        await coordinator.commit(converted)
+
+    async def committed(self, partition: TopicPartition) -> int | None:
+        """The group's committed offset for ``partition`` (None when nothing is committed)."""
+        om = (await self._committed([partition])).get(partition)
+        return om.offset if om is not None and om.offset >= 0 else None
+
+    async def _committed(self, tps: list[TopicPartition]) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        return await self._require_group().fetch_committed(tps)
+
+    def group_metadata(self) -> Any:
+        """Group id, generation, member id (for transactional offset commits, KIP-447)."""
+        return self._require_group().group_metadata()
+
+    # ------------------------------------------------------------------ consuming
+    def _raise_position_errors(self, fetcher: Fetcher) -> None:
+        errors = fetcher.position_errors
+        if errors:
+            for tp, err in errors.items():
+                if tp in self._states:
+                    raise err
+
+    def _next_chunk(
+        self, only: set[TopicPartition] | None = None
+    ) -> tuple[CompletedFetch, PartitionState, list[Record]] | None:
+        """Decode the next non-empty chunk, serving partitions round-robin."""
+        fetcher = self._fetcher
+        assert fetcher is not None
+        buffer = fetcher.buffer
+        states = self._states
+
+        def consumable(tp: TopicPartition) -> bool:
+            st = states.get(tp)
+            return st is not None and not st.paused and (only is None or tp in only)
+
+        while True:
+            cf = buffer.next_ready(consumable)
+            if cf is None:
+                return None
+            tp = cf.tp
+            st = states[tp]
+            pos = st.position
+            if pos is None or pos < cf.fetch_offset or pos > cf.next_fetch_offset:
+                buffer.done(cf)  # stale: the position moved elsewhere
+                fetcher.consumed()
+                continue
+            try:
+                recs = cf.next_records(pos, self._kd, self._vd)
+            except E.KafkaError:
+                fetcher.halted.add(tp)
+                raise
+            if recs:
+                st.position_epoch = recs[0].leader_epoch
+                return cf, st, recs
+            # Exhausted: move past trailing control/aborted/compacted offsets.
+            if cf.next_fetch_offset > pos:
+                st.position = cf.next_fetch_offset
+                if cf.last_epoch is not None:
+                    st.position_epoch = cf.last_epoch
+            if cf.error is not None:
+                fetcher.halted.add(tp)
+                raise cf.error  # the completed fetch stays: raised again until a seek
+            buffer.done(cf)
+            fetcher.consumed()
+
+    def __aiter__(self) -> Consumer:
+        return self
+
+    async def __anext__(self) -> Record:
+        i = self._idx
+        recs = self._recs
+        if i < len(recs):
+            rec = recs[i]
+            self._idx = i + 1
+            self._cur_st.position = rec[2] + 1  # type: ignore[union-attr]
+            return rec
+        return await self._next_slow()
+
+    async def _next_slow(self) -> Record:
+        fetcher = self._require_started_for_iteration()
+        self._drop_chunk()
+        ready = fetcher.data_ready
+        coordinator = self._coordinator
+        while True:
+            if self._closed:
+                raise StopAsyncIteration
+            self._raise_position_errors(fetcher)
+            if coordinator is not None:
+                try:
+                    await coordinator.poll()
+                except E.ClosedError:
+                    if self._closed:
+                        raise StopAsyncIteration from None
+                    raise
+                if self._closed:
+                    raise StopAsyncIteration
+            ready.clear()
+            chunk = self._next_chunk()
+            if chunk is not None:
+                cf, st, recs = chunk
+                self._cur_cf = cf
+                self._cur_st = st
+                self._recs = recs
+                self._idx = 1
+                rec = recs[0]
+                st.position = rec[2] + 1
+                return rec
+            await ready.wait()
+
+    def _require_started_for_iteration(self) -> Fetcher:
+        if self._closed:
+            raise StopAsyncIteration
+        return self._require_started()
+
+    async def getone(self) -> Record:
+        """The next record (waits for one)."""
+        if self._closed:
+            raise E.ClosedError("consumer is closed")
+        try:
+            return await self.__anext__()
+        except StopAsyncIteration:
+            raise E.ClosedError("consumer is closed") from None
+
+    async def getmany(
+        self,
+        *partitions: TopicPartition,
+        timeout_ms: float = 0,
+        max_records: int | None = None,
+    ) -> dict[TopicPartition, list[Record]]:
+        """Records by partition: whatever is buffered now, else waits up to ``timeout_ms``.
+
+        Returns at most ``max_records`` (default ``max_poll_records``) records, from the
+        given ``partitions`` only if any are given; ``{}`` on timeout.
+        """
+        fetcher = self._require_started()
+        limit = self.config.max_poll_records if max_records is None else max_records
+        if limit < 1:
+            raise ValueError("max_records must be >= 1")
+        only = set(partitions) if partitions else None
+        self._park_chunk()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_ms / 1000
+        ready = fetcher.data_ready
+        coordinator = self._coordinator
+        while True:
+            if self._closed:
+                raise E.ClosedError("consumer is closed")
+            self._raise_position_errors(fetcher)
+            if coordinator is not None:
+                await coordinator.poll()
+            ready.clear()
+            out: dict[TopicPartition, list[Record]] = {}
+            n = 0
+            try:
+                while n < limit:
+                    chunk = self._next_chunk(only)
+                    if chunk is None:
+                        break
+                    cf, st, recs = chunk
+                    room = limit - n
+                    if len(recs) > room:
+                        cf.give_back(recs[room:])
+                        recs = recs[:room]
+                    st.position = recs[-1][2] + 1
+                    got = out.get(cf.tp)
+                    if got is None:
+                        out[cf.tp] = recs
+                    else:
+                        got.extend(recs)
+                    n += len(recs)
+            except E.KafkaError:
+                if out:
+                    return out  # the error surfaces on the next call
+                raise
+            if out:
+                return out
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return {}
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(remaining):
+                    await ready.wait()
+
+    # ------------------------------------------------------------------ misc
+    def metrics(self) -> dict[str, Any]:
+        """Buffer and session counters plus the client's metrics."""
+        fetcher = self._fetcher
+        out: dict[str, Any] = {"client": self._client.metrics()}
+        if fetcher is not None:
+            out["buffered_bytes"] = fetcher.buffer.buffered_bytes
+            out["fetch_sessions"] = {
+                node: {
+                    "session_id": s.session_id,
+                    "epoch": s.epoch,
+                    "full_requests": s.full_requests,
+                    "incremental_requests": s.incremental_requests,
+                    "resets": s.resets,
+                }
+                for node, s in fetcher.sessions.items()
+            }
+        return out

@@ -1,0 +1,59 @@
+"""Helpers for the consumer tests: raw produce through our Client (no producer needed)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from aiokafka_lite.errors import error_for
+from aiokafka_lite.net import Client
+from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.wire.messages.produce_request import ProduceRequest
+from aiokafka_lite.wire.messages.produce_response import ProduceResponse
+from aiokafka_lite.wire.primitives import ZERO_UUID
+from aiokafka_lite.wire.records import Compression, encode_batch
+
+KV = tuple[bytes | None, bytes | None]
+
+
+async def produce_raw(
+    client: Client,
+    tp: TopicPartition,
+    records: Sequence[KV],
+    *,
+    compression: Compression = Compression.NONE,
+    timestamp: int | None = None,
+    headers: Sequence[tuple[str, bytes | None]] = (),
+) -> int:
+    """Append one batch of ``records`` to ``tp``; returns its base offset."""
+    await client.wait_for_topic(tp.topic, 10000)
+    leader, _ = await client.leader_for(tp, 10000)
+    ts = int(time.time() * 1000) if timestamp is None else timestamp
+    batch = encode_batch(
+        [(ts + i, k, v, list(headers)) for i, (k, v) in enumerate(records)], compression=compression
+    )
+    topic_id = client.cluster.topic_id(tp.topic) or ZERO_UUID
+    req = ProduceRequest(
+        acks=-1,
+        timeout_ms=10000,
+        topic_data=[
+            ProduceRequest.TopicProduceData(
+                name=tp.topic,
+                topic_id=topic_id,
+                partition_data=[ProduceRequest.PartitionProduceData(index=tp.partition, records=batch)],
+            )
+        ],
+    )
+    resp = await client.send(req, node_id=leader)
+    assert isinstance(resp, ProduceResponse)
+    p = resp.responses[0].partition_responses[0]
+    if p.error_code:
+        raise error_for(p.error_code, "produce_raw")
+    return int(p.base_offset)
+
+
+async def produce_values(
+    client: Client, tp: TopicPartition, values: Sequence[bytes], batch: int = 100
+) -> None:
+    for i in range(0, len(values), batch):
+        await produce_raw(client, tp, [(None, v) for v in values[i : i + batch]])
