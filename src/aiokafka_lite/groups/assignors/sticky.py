@@ -328,59 +328,91 @@ def _rebalance(
     active: list[int],
 ) -> None:
     """Shift load until no member can pass a partition (via any chain) to a member at
-    least two lighter. Each shift lowers the sum of squared loads, so this terminates."""
+    least two lighter. Each shift lowers the sum of squared loads, so this terminates.
+
+    Sources are always the heaviest members that can shed, searched together so the
+    cheapest chain among them wins: draining one member before touching the others
+    would push it below members that own less, and every partition shed below a fair
+    share is a needless move.
+    """
     if not active:
         return
+    # Members known to have no transfer, with the members reachable from them. A
+    # transfer only changes the edges and loads of members on its path, so an entry
+    # stays valid until a path touches its reachable set.
+    blocked: list[tuple[set[int], set[int]]] = []
     while True:
-        changed = False
-        for source in sorted(active, key=lambda i: (-load[i], i)):
-            while load[source] - min(load[i] for i in active) >= 2:
-                path = _find_transfer(source, cnt, own_cnt, load, subscribers)
-                if path is None:
-                    break
-                for giver, j, taker in path:
-                    left = cnt[giver][j] - 1
-                    if left:
-                        cnt[giver][j] = left
-                    else:
-                        del cnt[giver][j]
-                    cnt[taker][j] = cnt[taker].get(j, 0) + 1
-                load[source] -= 1
-                load[path[-1][2]] += 1
-                changed = True
-        if not changed:
+        floor = min(load[i] for i in active)
+        dead = set().union(*(sources for sources, _ in blocked))
+        levels = sorted({load[i] for i in active if i not in dead and load[i] - floor >= 2}, reverse=True)
+        for level in levels:
+            sources = [i for i in active if load[i] == level and i not in dead]
+            path, reached = _find_transfer(sources, floor, cnt, own_cnt, load, subscribers)
+            if path is None:
+                blocked.append((set(sources), reached))
+                continue
+            source = path[0][0]
+            touched = {source}
+            for giver, j, taker in path:
+                left = cnt[giver][j] - 1
+                if left:
+                    cnt[giver][j] = left
+                else:
+                    del cnt[giver][j]
+                cnt[taker][j] = cnt[taker].get(j, 0) + 1
+                touched.add(taker)
+            load[source] -= 1
+            load[path[-1][2]] += 1
+            blocked = [(srcs, reach) for srcs, reach in blocked if not (reach & touched)]
+            break
+        else:
             return
 
 
 def _find_transfer(
-    source: int,
+    sources: list[int],
+    floor: int,
     cnt: list[dict[int, int]],
     own_cnt: list[dict[int, int]],
     load: list[int],
     subscribers: list[list[int]],
-) -> list[tuple[int, int, int]] | None:
-    """Cheapest chain of single-partition hand-overs from ``source`` to a member with
-    load ``<= load[source] - 2``, as ``[(giver, topic_index, taker), ...]``.
+) -> tuple[list[tuple[int, int, int]] | None, set[int]]:
+    """Cheapest chain of single-partition hand-overs from one of ``sources`` (all of
+    the same load) to a member at least two lighter, as ``[(giver, topic_index, taker),
+    ...]``, plus the set of members reachable from ``sources``.
 
     Nodes are members (``0..k-1``) and topics (``k + j``). Member -> topic edges exist
     where the member holds a partition of the topic and cost 1 if giving one away
     breaks stickiness (the member holds no more than it owned), else 0; topic -> member
-    edges go to every subscriber at cost 0. 0-1 BFS finds the cheapest chain.
+    edges go to every subscriber at cost 0. A multi-source 0-1 BFS finds the cheapest
+    chains; among equally cheap targets the lightest wins (it is furthest below a fair
+    share), and a target at the group's ``floor`` load ends the search at once.
     """
     k = len(load)
-    limit = load[source] - 2
+    limit = load[sources[0]] - 2
     inf = 1 << 60
     dist = [inf] * (k + len(subscribers))
     parent = [-1] * (k + len(subscribers))
-    dist[source] = 0
-    queue: deque[tuple[int, int]] = deque([(0, source)])
+    queue: deque[tuple[int, int]] = deque()
+    for source in sources:
+        dist[source] = 0
+        queue.append((0, source))
+    reached: set[int] = set()
+    best: tuple[int, int, int] | None = None  # (dist, load, member)
     while queue:
         d, node = queue.popleft()
         if d != dist[node]:
             continue
+        if best is not None and d > best[0]:
+            break
         if node < k:
-            if node != source and load[node] <= limit:
-                return _unwind(node, parent, k)
+            reached.add(node)
+            if load[node] <= limit:
+                cand = (d, load[node], node)
+                if best is None or cand < best:
+                    best = cand
+                    if cand[1] == floor:
+                        break
             owned_here = own_cnt[node]
             for j, held in cnt[node].items():
                 cost = 0 if held > owned_here.get(j, 0) else 1
@@ -399,7 +431,9 @@ def _find_transfer(
                     dist[member] = d
                     parent[member] = node
                     queue.appendleft((d, member))
-    return None
+    if best is None:
+        return None, reached
+    return _unwind(best[2], parent, k), reached
 
 
 def _unwind(end: int, parent: list[int], k: int) -> list[tuple[int, int, int]]:
