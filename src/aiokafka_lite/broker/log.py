@@ -36,7 +36,6 @@ from aiokafka_lite.errors import (
     KafkaError,
     MessageSizeTooLargeError,
     OutOfOrderSequenceNumberError,
-    UnsupportedForMessageFormatError,
 )
 
 __all__ = [
@@ -105,21 +104,23 @@ def parse_batch_header(buf: bytes | bytearray | memoryview, pos: int, end: int) 
     """Parses and checks the v2 header of the batch at ``buf[pos:]`` (no CRC check).
 
     Raises ``CorruptMessageError`` for a truncated or inconsistent header and
-    ``UnsupportedForMessageFormatError`` for message format v0/v1.
+    ``InvalidRecordError`` for message format v0/v1.
     """
     if end - pos < LOG_OVERHEAD + 5:
         raise CorruptMessageError(f"truncated record batch: {end - pos} bytes")
+    length = _I.unpack_from(buf, pos + 8)[0]
+    if length < 5 or length + LOG_OVERHEAD > end - pos:
+        raise CorruptMessageError(f"record batch length {length} does not fit the {end - pos} bytes given")
     magic = buf[pos + 16]
     if magic != 2:
-        raise UnsupportedForMessageFormatError(f"record batch magic {magic} (only v2 batches are supported)")
-    if end - pos < HEADER_SIZE:
-        raise CorruptMessageError(f"truncated record batch: {end - pos} bytes")
+        # Produce v3+ may only carry v2 batches (Kafka answers INVALID_RECORD too).
+        raise InvalidRecordError(f"record batch magic {magic} (only v2 batches are supported)")
+    if length < HEADER_SIZE - LOG_OVERHEAD:
+        raise CorruptMessageError(f"record batch length {length} is shorter than a v2 header")
     (base, length, epoch, _magic, _crc, attrs, lod, bts, mts, pid, pepoch, bseq, count) = _HEADER.unpack_from(
         buf, pos
     )
     size = length + LOG_OVERHEAD
-    if length < HEADER_SIZE - LOG_OVERHEAD or size > end - pos:
-        raise CorruptMessageError(f"record batch length {length} does not fit the {end - pos} bytes given")
     if count < 0 or lod < 0 or (count and lod != count - 1 and not attrs & _ATTR_CONTROL):
         raise CorruptMessageError(f"record batch count {count} disagrees with last offset delta {lod}")
     return BatchInfo(base, size, epoch, attrs, lod, bts, mts, pid, pepoch, bseq, count)
@@ -545,14 +546,24 @@ class PartitionLog:
         return parts, total, nxt
 
     def offset_for_timestamp(self, ts: int) -> tuple[int, int] | None:
-        """(offset, timestamp) of the first batch whose max timestamp is >= ``ts``.
+        """(offset, timestamp) of the first record with timestamp >= ``ts`` (ListOffsets).
 
-        Kafka answers with the first *record*; without decoding records the batch's base
-        offset (or log start) is the closest offset at or before it, which is what a
-        consumer seeking by time needs.
+        Batches are skipped by their max timestamp; only the one batch that holds the
+        answer is decoded (CreateTime batches hold per-record timestamps).
         """
         for b in self._batches[self._first :]:
-            if b.max_ts >= ts and not b.is_control:
+            if b.max_ts < ts or b.is_control:
+                continue
+            if _log_append_time(b.buf):
+                return max(b.base, self.log_start_offset), b.max_ts
+            from aiokafka_lite.wire.records import decode_batches
+
+            try:
+                batch = decode_batches(b.buf, check_crc=False)[0]
+                for rec in batch.records():
+                    if rec.timestamp >= ts and rec.offset >= self.log_start_offset:
+                        return rec.offset, rec.timestamp
+            except KafkaError:
                 return max(b.base, self.log_start_offset), b.max_ts
         return None
 
@@ -613,6 +624,10 @@ def _in_sequence(last_seq: int, next_seq: int) -> bool:
 
 def _seq_at_or_before(seq: int, last_seq: int) -> bool:
     return 0 <= seq <= last_seq
+
+
+def _log_append_time(batch: memoryview | bytes) -> bool:
+    return bool(_ATTR.unpack_from(batch, 21)[0] & _ATTR_LOG_APPEND_TIME)
 
 
 def _control_is_commit(batch: memoryview | bytes) -> bool:

@@ -42,20 +42,22 @@ from aiokafka_lite.errors import (
 )
 from aiokafka_lite.wire.framing import (
     FrameReader,
-    UnsupportedRequestError,
-    decode_request,
     encode_response,
     peek_request_header,
+    request_header_version,
     response_header_version,
 )
 from aiokafka_lite.wire.message import Response
 from aiokafka_lite.wire.messages import (
+    REQUESTS,
     ApiVersionsResponse,
+    RequestHeader,
     SaslAuthenticateRequest,
     SaslAuthenticateResponse,
     SaslHandshakeRequest,
     SaslHandshakeResponse,
 )
+from aiokafka_lite.wire.primitives import Reader
 
 __all__ = ["BrokerServer", "SaslSettings"]
 
@@ -309,14 +311,16 @@ class _Connection(asyncio.Protocol):
                 await self._write(self._api_versions_fallback(corr))
                 return
             raise CloseConnection(f"unsupported version {api_version} of api key {api_key}")
+        cls = REQUESTS.get(api_key)
+        if cls is None or not cls.MIN_VERSION <= api_version <= cls.MAX_VERSION:
+            raise CloseConnection(f"unsupported version {api_version} of api key {api_key}")
         try:
-            req_frame = decode_request(frame)
-        except UnsupportedRequestError:
-            raise CloseConnection(f"unsupported version {api_version} of api key {api_key}") from None
-        except (CorruptFrameError, KafkaError) as e:
+            r = Reader(frame)
+            header = RequestHeader.decode_from(r, request_header_version(api_key, api_version), strict=False)
+            # Trailing bytes are ignored, as Kafka does (librdkafka sends some with Metadata v13).
+            request = cls.decode_from(r, api_version, strict=False)
+        except KafkaError as e:
             raise CloseConnection(f"malformed request (api key {api_key} v{api_version}): {e}") from None
-        request = req_frame.body
-        header = req_frame.header
         if not self.authenticated and api_key not in (API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE):
             raise CloseConnection(f"api key {api_key} before SASL authentication")
         faults = broker.faults
