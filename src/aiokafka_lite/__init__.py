@@ -1,3 +1,7 @@
 """aiokafka_lite: an asyncio-native Apache Kafka client."""
 
 __version__ = "0.1.0"
+
+from aiokafka_lite.fetch import Consumer as Consumer
+from aiokafka_lite.fetch import Record as Record
+from aiokafka_lite.structs import TopicPartition as TopicPartition
