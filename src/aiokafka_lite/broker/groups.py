@@ -29,6 +29,7 @@ rejoin); offsets never expire by retention; only the classic protocol is served
 from __future__ import annotations
 
 import asyncio
+import heapq
 import logging
 import time
 import uuid
@@ -84,6 +85,7 @@ __all__ = [
     "GroupState",
     "JoinResult",
     "LoopClock",
+    "ManualClock",
     "SyncResult",
     "expire_member",
     "get_group_coordinator",
@@ -144,6 +146,50 @@ class LoopClock:
 
     def call_later(self, delay_ms: float, fn: Callable[[], None]) -> Cancellable:
         return asyncio.get_running_loop().call_later(max(delay_ms, 0.0) / 1000.0, fn)
+
+
+class _ManualTimer:
+    __slots__ = ("cancelled", "fn", "when")
+
+    def __init__(self, when: float, fn: Callable[[], None]) -> None:
+        self.when = when
+        self.fn = fn
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class ManualClock:
+    """A clock that only moves when told to: deterministic coordinator tests."""
+
+    def __init__(self, start_ms: float = 0.0) -> None:
+        self._now = start_ms
+        self._timers: list[tuple[float, int, _ManualTimer]] = []
+        self._seq = 0
+
+    def now_ms(self) -> float:
+        return self._now
+
+    def call_later(self, delay_ms: float, fn: Callable[[], None]) -> Cancellable:
+        t = _ManualTimer(self._now + max(delay_ms, 0.0), fn)
+        self._seq += 1
+        heapq.heappush(self._timers, (t.when, self._seq, t))
+        return t
+
+    def advance(self, ms: float) -> None:
+        """Moves time forward, running every timer that falls due, in order."""
+        target = self._now + ms
+        while self._timers and self._timers[0][0] <= target:
+            when, _, t = heapq.heappop(self._timers)
+            if t.cancelled:
+                continue
+            self._now = max(self._now, when)
+            t.fn()
+        self._now = target
+
+    def pending(self) -> int:
+        return sum(1 for _, _, t in self._timers if not t.cancelled)
 
 
 class Timers:
