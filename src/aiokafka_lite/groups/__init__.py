@@ -9,7 +9,7 @@
 
 from aiokafka_lite.groups.coordinator import ConsumerGroupMetadata, GroupCoordinator
 from aiokafka_lite.groups.listener import ConsumerRebalanceListener, RebalanceListener
-from aiokafka_lite.groups.membership import GroupSettings, MemberState, Membership
+from aiokafka_lite.groups.membership import GroupSettings, Membership, MemberState
 
 __all__ = [
     "ConsumerGroupMetadata",

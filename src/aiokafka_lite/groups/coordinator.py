@@ -18,6 +18,7 @@ their revocation (and commit) is in progress.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 import uuid
@@ -145,7 +146,19 @@ class GroupCoordinator:
     ) -> None:
         self._client = client
         self._sub = subscription
-        self._settings = config if isinstance(config, GroupSettings) else GroupSettings.from_config(config)
+        settings = config if isinstance(config, GroupSettings) else GroupSettings.from_config(config)
+        if not hasattr(config, "retry_backoff_ms"):
+            # Consumer configs leave backoffs to the client's configuration.
+            client_config = getattr(client, "config", None)
+            backoff = getattr(client_config, "retry_backoff_ms", None)
+            backoff_max = getattr(client_config, "retry_backoff_max_ms", None)
+            if isinstance(backoff, int | float) and isinstance(backoff_max, int | float):
+                settings = dataclasses.replace(
+                    settings,
+                    retry_backoff_ms=int(backoff),
+                    retry_backoff_max_ms=int(max(backoff, backoff_max)),
+                )
+        self._settings = settings
         self._clock = clock
         self._listener = listener
         self._internal_listeners: list[object] = []
@@ -389,6 +402,12 @@ class GroupCoordinator:
         finally:
             self._app_idle.set()
 
+    def _interrupted_by_close(self) -> bool:
+        """True when the CancelledError came from ``close`` cancelling in-flight I/O
+        (not from someone cancelling the loop task itself)."""
+        task = asyncio.current_task()
+        return self._closing and (task is None or task.cancelling() == 0)
+
     async def _io(self, aw: Awaitable[T]) -> T:
         """Await network I/O in a way ``close`` can interrupt."""
         fut = asyncio.ensure_future(aw)
@@ -401,12 +420,14 @@ class GroupCoordinator:
     async def _do(self, action: Action) -> list[Action]:
         m = self._m
         if isinstance(action, FindCoordinator):
+            if self._closing:
+                return []
             if action.invalidate:
                 self._client.invalidate_coordinator(self.group_id)
             try:
                 node = await self._io(self._client.find_coordinator(self.group_id))
             except asyncio.CancelledError:
-                if self._closing:
+                if self._interrupted_by_close():
                     return []
                 raise
             except KafkaError as exc:
@@ -417,19 +438,19 @@ class GroupCoordinator:
             return []
 
         if isinstance(action, SendJoinGroup):
-            req = m.join_request(action.attempt, self._now())
-            if req is None or m.coordinator is None or self._closing:
-                if req is not None:  # coordinator vanished meanwhile
-                    return m.join_failed(
-                        action.attempt, KafkaConnectionError("coordinator unknown"), self._now()
-                    )
+            if self._closing:
                 return []
+            req = m.join_request(action.attempt, self._now())
+            if req is None:
+                return []
+            if m.coordinator is None:  # lost while the callbacks ran
+                return m.join_failed(action.attempt, KafkaConnectionError("coordinator unknown"), self._now())
             try:
                 resp = await self._io(
                     self._client.send(req, node_id=m.coordinator, timeout_ms=action.timeout_ms)
                 )
             except asyncio.CancelledError:
-                if self._closing:
+                if self._interrupted_by_close():
                     return []
                 raise
             except (KafkaConnectionError, KafkaTimeoutError, ClosedError, BrokerResponseError) as exc:
@@ -444,7 +465,7 @@ class GroupCoordinator:
             try:
                 assignments, counts = await self._io(self._assign(action))
             except asyncio.CancelledError:
-                if self._closing:
+                if self._interrupted_by_close():
                     return []
                 raise
             except (KafkaConnectionError, KafkaTimeoutError) as exc:
@@ -456,12 +477,14 @@ class GroupCoordinator:
             return m.assignment_computed(action.attempt, assignments, counts, self._now())
 
         if isinstance(action, SendSyncGroup):
-            if m.coordinator is None or self._closing:
+            if self._closing:
+                return []
+            if m.coordinator is None:
                 return m.sync_failed(action.attempt, KafkaConnectionError("coordinator unknown"), self._now())
             try:
                 resp = await self._io(self._client.send(action.request, node_id=m.coordinator))
             except asyncio.CancelledError:
-                if self._closing:
+                if self._interrupted_by_close():
                     return []
                 raise
             except (KafkaConnectionError, KafkaTimeoutError, ClosedError, BrokerResponseError) as exc:
@@ -494,7 +517,7 @@ class GroupCoordinator:
                 try:
                     await self._commit(offsets, self._api_timeout_ms)
                 except asyncio.CancelledError:
-                    if self._closing:
+                    if self._interrupted_by_close():
                         return []
                     raise
                 except KafkaError as exc:

@@ -1,0 +1,299 @@
+"""GroupCoordinator (driver) against the embedded 3-broker cluster, without a Consumer:
+membership, rebalances, listeners, commits, faults."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+from group_testlib import Member, balanced, broker_config, eventually
+
+from aiokafka_lite.broker.cluster import EmbeddedCluster
+from aiokafka_lite.broker.groups import move_coordinator
+from aiokafka_lite.errors import (
+    CommitFailedError,
+    GroupMaxSizeReachedError,
+    IllegalStateError,
+)
+from aiokafka_lite.fetch.subscription import OffsetAndMetadata
+from aiokafka_lite.groups import ConsumerGroupMetadata, MemberState
+from aiokafka_lite.structs import TopicPartition as TP
+from aiokafka_lite.wire.messages import (
+    HeartbeatRequest,
+    JoinGroupRequest,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+)
+
+ALL = {TP("t", p) for p in range(12)}
+COOP = {"partition_assignment_strategy": ["cooperative-sticky"]}
+EAGER = {"partition_assignment_strategy": ["range"]}
+
+
+@pytest.fixture
+async def cluster() -> AsyncIterator[EmbeddedCluster]:
+    async with EmbeddedCluster(brokers=3, topics={"t": 12, "u": 4}, config=broker_config()) as c:
+        yield c
+
+
+async def close_all(*members: Member) -> None:
+    for m in members:
+        await m.close()
+
+
+async def test_single_member_gets_everything_and_commits(cluster: EmbeddedCluster) -> None:
+    a = await Member(cluster, "a", **COOP).start()
+    try:
+        await eventually(lambda: a.assignment() == ALL, what="assignment")
+        assert a.listener.of("assigned") == [frozenset(ALL)]
+        md = a.gc.group_metadata()
+        assert isinstance(md, ConsumerGroupMetadata)
+        assert md.group_id == "g" and md.generation_id >= 1 and md.member_id
+        # commit explicit offsets (int, tuple with metadata, OffsetAndMetadata) and read them back
+        await a.gc.commit({TP("t", 0): 5, TP("t", 1): (7, "meta"), TP("t", 2): OffsetAndMetadata(9, "x", 3)})
+        got = await a.gc.fetch_committed([TP("t", 0), TP("t", 1), TP("t", 2), TP("t", 3)])
+        assert got[TP("t", 0)] == OffsetAndMetadata(5, "", None)
+        assert got[TP("t", 1)] == OffsetAndMetadata(7, "meta", None)
+        assert got[TP("t", 2)] == OffsetAndMetadata(9, "x", 3)
+        assert got[TP("t", 3)] is None
+        # commit() with no argument commits consumed positions
+        a.sub.seek(TP("t", 4), 11)
+        await a.gc.commit()
+        assert (await a.gc.fetch_committed([TP("t", 4)]))[TP("t", 4)] == OffsetAndMetadata(11, "", None)
+        with pytest.raises(IllegalStateError):
+            await a.gc.commit({TP("t", 0): -1})
+    finally:
+        await a.close()
+    assert a.listener.events[-1] == ("revoked", frozenset(ALL))
+    assert a.assignment() == set()
+
+
+async def test_cooperative_join_and_leave_one_by_one(cluster: EmbeddedCluster) -> None:
+    a = await Member(cluster, "a", **COOP).start()
+    await eventually(lambda: balanced([a], ALL), what="a alone")
+    b = await Member(cluster, "b", **COOP).start()
+    await eventually(lambda: balanced([a, b], ALL), what="a+b")
+    c = await Member(cluster, "c", **COOP).start()
+    await eventually(lambda: balanced([a, b, c], ALL), what="a+b+c")
+    # KIP-429: "a" only ever revoked partitions it then stopped owning; it never revoked
+    # everything, and nothing it kept was revoked and re-assigned.
+    kept = a.assignment()
+    for revoked in a.listener.of("revoked"):
+        assert revoked.isdisjoint(kept)
+        assert revoked != frozenset(ALL)
+    assert not a.listener.of("lost")
+    await b.close()
+    await eventually(lambda: balanced([a, c], ALL), what="a+c")
+    assert kept <= a.assignment()  # survivors keep what they had
+    await c.close()
+    await eventually(lambda: balanced([a], ALL), what="a alone again")
+    await a.close()
+
+
+async def test_eager_revokes_everything_on_rebalance(cluster: EmbeddedCluster) -> None:
+    a = await Member(cluster, "a", **EAGER).start()
+    await eventually(lambda: balanced([a], ALL))
+    b = await Member(cluster, "b", **EAGER).start()
+    await eventually(lambda: balanced([a, b], ALL))
+    assert a.listener.of("revoked")[0] == frozenset(ALL)
+    # range: contiguous halves
+    assert {len(a.assignment()), len(b.assignment())} == {6}
+    await close_all(a, b)
+
+
+async def test_revoke_callback_sees_frozen_partitions_and_blocks_poll(cluster: EmbeddedCluster) -> None:
+    a = await Member(cluster, "a", **COOP).start()
+    await eventually(lambda: balanced([a], ALL))
+    seen_paused: list[bool] = []
+    release = asyncio.Event()
+    entered = asyncio.Event()
+
+    async def hook(kind: str, tps: set[TP]) -> None:
+        if kind == "revoked":
+            seen_paused.append(all(a.sub.state(tp).paused for tp in tps))
+            entered.set()
+            await release.wait()
+
+    a.listener.hook = hook
+    b = await Member(cluster, "b", **COOP).start()
+    await asyncio.wait_for(entered.wait(), 15)
+    # the application's poll waits while the revocation is in progress
+    poll = asyncio.create_task(a.gc.poll())
+    await asyncio.sleep(0.2)
+    assert not poll.done()
+    release.set()
+    await asyncio.wait_for(poll, 5)
+    assert seen_paused == [True]
+    await eventually(lambda: balanced([a, b], ALL))
+    await close_all(a, b)
+
+
+async def test_listener_exception_is_raised_from_poll(cluster: EmbeddedCluster) -> None:
+    a = Member(cluster, "a", **COOP)
+
+    def boom(kind: str, tps: set[TP]) -> None:
+        if kind == "assigned":
+            raise RuntimeError("listener bug")
+
+    a.listener.hook = boom
+    await a.start(poll=False)
+    await eventually(lambda: a.assignment() == ALL)
+    await eventually(lambda: a.gc._app_idle.is_set())
+    with pytest.raises(RuntimeError, match="listener bug"):
+        await a.gc.poll()
+    await a.gc.poll()  # raised once; the member carries on
+    await a.close()
+
+
+async def test_member_killed_without_leaving_loses_partitions_after_session_timeout(
+    cluster: EmbeddedCluster,
+) -> None:
+    a = await Member(cluster, "a", **COOP).start()
+    b = await Member(cluster, "b", **COOP).start()
+    await eventually(lambda: balanced([a, b], ALL))
+    await b.kill()  # no LeaveGroup
+    await eventually(lambda: balanced([a], ALL), what="b's partitions moved after its session expired")
+    await a.close()
+
+
+async def test_coordinator_moved_group_survives(cluster: EmbeddedCluster) -> None:
+    a = await Member(cluster, "a", **COOP).start()
+    b = await Member(cluster, "b", **COOP).start()
+    await eventually(lambda: balanced([a, b], ALL))
+    before = (a.assignment(), b.assignment())
+    old = a.gc.membership.coordinator
+    assert old is not None
+    new = next(n for n in (1, 2, 3) if n != old)
+    move_coordinator(cluster.state, "g", new)
+    await eventually(lambda: a.gc.membership.coordinator == new and b.gc.membership.coordinator == new)
+    await eventually(lambda: balanced([a, b], ALL))
+    assert (a.assignment(), b.assignment()) == before
+    await a.gc.commit({TP("t", 0): 1})
+    assert (await b.gc.fetch_committed([TP("t", 0)]))[TP("t", 0)] == OffsetAndMetadata(1, "", None)
+    await close_all(a, b)
+
+
+async def test_coordinator_broker_stopped_group_survives(cluster: EmbeddedCluster) -> None:
+    a = await Member(cluster, "a", **COOP).start()
+    await eventually(lambda: balanced([a], ALL))
+    old = a.gc.membership.coordinator
+    assert old is not None
+    await cluster.stop_broker(old)
+    await eventually(lambda: a.gc.membership.coordinator not in (None, old))
+    b = await Member(cluster, "b", **COOP).start()
+    await eventually(lambda: balanced([a, b], ALL))
+    await close_all(a, b)
+
+
+async def test_commit_rejected_after_fencing_raises_commit_failed(cluster: EmbeddedCluster) -> None:
+    a = await Member(cluster, "a", **COOP).start(poll=False)
+    await eventually(lambda: balanced([a], ALL))
+    member_id = a.gc.membership.member_id
+    cluster.expire_group_member("g", member_id)
+    with pytest.raises(CommitFailedError):
+        await a.gc.commit({TP("t", 0): 3})
+    # the member notices, declares its partitions lost and rejoins with a new id
+    await eventually(lambda: a.listener.of("lost") == [frozenset(ALL)])
+    await eventually(lambda: balanced([a], ALL))
+    assert a.gc.membership.member_id != member_id
+    await a.close()
+
+
+async def test_commit_and_fetch_retry_on_coordinator_errors(cluster: EmbeddedCluster) -> None:
+    a = await Member(cluster, "a", **COOP).start()
+    await eventually(lambda: balanced([a], ALL))
+    cluster.inject_error(OffsetCommitRequest, 16, count=2)  # NOT_COORDINATOR
+    await a.gc.commit({TP("t", 0): 4})
+    cluster.inject_error(OffsetFetchRequest, 88, count=2)  # UNSTABLE_OFFSET_COMMIT
+    cluster.inject_error(OffsetFetchRequest, 14, count=1)  # COORDINATOR_LOAD_IN_PROGRESS
+    assert (await a.gc.fetch_committed([TP("t", 0)]))[TP("t", 0)] == OffsetAndMetadata(4, "", None)
+    await a.close()
+
+
+async def test_heartbeat_errors_are_survived(cluster: EmbeddedCluster) -> None:
+    a = await Member(cluster, "a", **COOP).start()
+    await eventually(lambda: balanced([a], ALL))
+    generation = a.gc.membership.generation
+    cluster.inject_error(HeartbeatRequest, 27, count=1)  # REBALANCE_IN_PROGRESS (spurious)
+    await eventually(
+        lambda: a.gc.membership.generation > generation, what="rejoin after REBALANCE_IN_PROGRESS"
+    )
+    await eventually(lambda: balanced([a], ALL))
+    assert not a.listener.of("lost") and not a.listener.of("revoked")
+    cluster.drop_connection(HeartbeatRequest, count=1)
+    await eventually(lambda: balanced([a], ALL))
+    await a.close()
+
+
+async def test_join_errors_are_retried(cluster: EmbeddedCluster) -> None:
+    cluster.inject_error(JoinGroupRequest, 14, count=2)  # COORDINATOR_LOAD_IN_PROGRESS
+    cluster.inject_error(JoinGroupRequest, 15, count=1)  # COORDINATOR_NOT_AVAILABLE
+    a = await Member(cluster, "a", **COOP).start()
+    await eventually(lambda: balanced([a], ALL))
+    await a.close()
+
+
+async def test_group_max_size_is_fatal_for_the_extra_member() -> None:
+    async with EmbeddedCluster(
+        brokers=1, topics={"t": 12}, config=broker_config(**{"group.max.size": "1"})
+    ) as cl:
+        a = await Member(cl, "a", **COOP).start()
+        await eventually(lambda: balanced([a], ALL))
+        b = await Member(cl, "b", **COOP).start(poll=False)
+        await eventually(lambda: b.gc.state is MemberState.FAILED)
+        with pytest.raises(GroupMaxSizeReachedError):
+            await b.gc.poll()
+        assert balanced([a], ALL)
+        await close_all(a, b)
+
+
+async def test_poll_timeout_leaves_and_rejoins_when_polling_resumes(cluster: EmbeddedCluster) -> None:
+    a = await Member(cluster, "a", max_poll_interval_ms=1000, **COOP).start(poll=False)
+    b = await Member(cluster, "b", **COOP).start()
+    await eventually(lambda: balanced([a, b], ALL))
+    owned = frozenset(a.assignment())
+    # "a" never polls: after max_poll_interval_ms it leaves, "b" takes everything
+    await eventually(lambda: b.assignment() == ALL, what="b takes over")
+    assert a.gc.membership.poll_timed_out
+    assert all(a.sub.state(tp).paused for tp in owned)  # nothing handed out meanwhile
+    await a.start_polling_again()
+    await eventually(lambda: balanced([a, b], ALL), what="a back")
+    assert a.listener.of("lost") == [owned]
+    await close_all(a, b)
+
+
+async def test_static_member_restart_keeps_assignment_without_rebalance(cluster: EmbeddedCluster) -> None:
+    a = await Member(cluster, "a", group_instance_id="inst-a", session_timeout_ms=5000, **COOP).start()
+    b = await Member(cluster, "b", group_instance_id="inst-b", session_timeout_ms=5000, **COOP).start()
+    await eventually(lambda: balanced([a, b], ALL))
+    a_owned = a.assignment()
+    b_events = len(b.listener.events)
+    generation = b.gc.membership.generation
+    await a.close()  # static: no LeaveGroup
+    a2 = await Member(cluster, "a2", group_instance_id="inst-a", session_timeout_ms=5000, **COOP).start()
+    await eventually(lambda: a2.assignment() == a_owned, what="same assignment after restart")
+    await asyncio.sleep(0.5)
+    assert len(b.listener.events) == b_events  # b saw no rebalance
+    assert b.gc.membership.generation == generation
+    await close_all(a2, b)
+
+
+async def test_subscription_change_rejoins(cluster: EmbeddedCluster) -> None:
+    a = await Member(cluster, "a", **COOP).start()
+    await eventually(lambda: balanced([a], ALL))
+    a.sub.subscribe(["t", "u"], listener=a.listener)
+    u = {TP("u", p) for p in range(4)}
+    await eventually(lambda: balanced([a], ALL | u), what="u assigned")
+    await a.close()
+
+
+async def test_close_is_idempotent_and_poll_after_close_fails(cluster: EmbeddedCluster) -> None:
+    a = await Member(cluster, "a", **COOP).start()
+    await eventually(lambda: balanced([a], ALL))
+    await asyncio.gather(a.gc.close(), a.gc.close())
+    from aiokafka_lite.errors import ClosedError
+
+    with pytest.raises(ClosedError):
+        await a.gc.poll()
+    await a.close()
