@@ -193,6 +193,8 @@ def test_drain_assigns_sequences_through_sequencer() -> None:
     add(acc, TP0, 5)
     add(acc, TP0, 4)
     (b1,) = acc.drain(1, 10**6, 0, idem)
+    assert acc.drain(1, 10**6, 0, idem) == []  # the first batch of a partition goes alone
+    idem.on_success(b1, 0)
     (b2,) = acc.drain(1, 10**6, 0, idem)
     assert (b1.base_sequence, b2.base_sequence) == (0, 5)
     assert b2.buffer is not None
@@ -217,6 +219,10 @@ def test_reenqueue_keeps_sequence_order_and_backs_off() -> None:
     idem = IdempotenceManager()
     idem.set_producer_id_and_epoch(1, 0)
     batches = []
+    first = add(acc, TP0, 1)
+    assert acc.drain(1, 10**6, 0, idem) == [first]
+    idem.on_success(first, 0)
+    acc.complete(first)
     for _ in range(3):
         add(acc, TP0, 2)
     for _ in range(3):
@@ -232,7 +238,7 @@ def test_reenqueue_keeps_sequence_order_and_backs_off() -> None:
     assert nodes == set() and 70 <= delay <= 120  # backoff 100 ms +-20% jitter
     assert acc.ready(200)[0] == {1}
     (again,) = acc.drain(1, 10**6, 200, idem)
-    assert again is batches[0] and again.attempts == 2 and again.base_sequence == 0
+    assert again is batches[0] and again.attempts == 2 and again.base_sequence == 1
     # the next retry waits: it is not the lowest unfinished sequence while batches[0] is out
     assert acc.drain(1, 10**6, 200, idem) == []
 

@@ -29,9 +29,9 @@ def batch(n: int, tp: TopicPartition = TP) -> ProducerBatch:
 
 
 def sent(idem: IdempotenceManager, n: int, tp: TopicPartition = TP) -> ProducerBatch:
-    """A batch drained (sequence assigned, built) as the accumulator would."""
+    """A batch drained (sequence assigned, built) as the accumulator would (the drain
+    gate itself is tested separately)."""
     b = batch(n, tp)
-    assert not idem.should_stop_drain(b)
     idem.assign_sequence(b)
     b.close()
     b.attempts += 1
@@ -89,9 +89,23 @@ def test_retry_goes_only_when_lowest_in_flight() -> None:
 
 def test_new_batches_flow_while_retry_pending_order_by_broker() -> None:
     idem = manager()
+    first = sent(idem, 1)
+    idem.on_success(first, 0)
     sent(idem, 1)
     fresh = batch(1)
     assert not idem.should_stop_drain(fresh)  # up to 5 in flight; the broker keeps order
+
+
+def test_first_batch_of_a_partition_goes_alone() -> None:
+    # A broker with no state for this producer accepts any first sequence, so the
+    # second batch must not overtake a first one that might fail.
+    idem = manager()
+    first = sent(idem, 3)
+    second = batch(1)
+    assert idem.should_stop_drain(second)
+    assert not idem.should_stop_drain(batch(1, OTHER))  # other partitions unaffected
+    idem.on_success(first, 0)
+    assert not idem.should_stop_drain(second)
 
 
 def test_out_of_order_for_non_next_batch_retries_without_bump() -> None:

@@ -179,15 +179,26 @@ class Sender:
             self._update_partition_load(now)
         max_in_flight = self._max_in_flight
         in_flight = self._in_flight
-        nodes, wait, unknown_leader = acc.ready(now, lambda n: in_flight.get(n, 0) < max_in_flight)
+
+        def has_room(node: int) -> bool:
+            return in_flight.get(node, 0) < max_in_flight
+
+        # Pipelining: keep draining while some broker has both sendable data and a free
+        # in-flight slot (readiness is re-evaluated after each round).
+        while True:
+            nodes, wait, unknown_leader = acc.ready(now, has_room)
+            sent = False
+            for node in nodes:
+                batches = acc.drain(node, self._cfg.max_request_size, now, idem)
+                if batches:
+                    self._send(node, batches, now)
+                    sent = True
+            if not sent:
+                break
         delay = min(delay, wait)
         if unknown_leader:
             self._client.request_metadata_refresh()
             delay = min(delay, self._cfg.retry_backoff_ms)
-        for node in nodes:
-            batches = acc.drain(node, self._cfg.max_request_size, now, idem)
-            if batches:
-                self._send(node, batches, now)
         if acc.in_flight or acc.has_queued:
             delay = min(delay, max(acc.next_expiry_ms(now), 1.0))
         return delay
@@ -329,7 +340,17 @@ class Sender:
                     continue
                 code = part.error_code
                 if code == 0 or code == DUPLICATE_SEQUENCE_NUMBER:
-                    base = part.base_offset if code == 0 else -1
+                    base = part.base_offset
+                    if code:
+                        # Written before, but too long ago for the broker to remember the
+                        # offset (Java treats it as success too).
+                        log.warning(
+                            "%s-%d: broker reports batch (sequence %d) as an old duplicate; offset unknown",
+                            name,
+                            part.index,
+                            batch.base_sequence,
+                        )
+                        base = -1
                     if self._idem is not None:
                         self._idem.on_success(batch, base)
                     batch.complete(base, part.log_append_time_ms)  # no-op if it expired meanwhile

@@ -9,6 +9,10 @@ sender when responses arrive. The rules follow the Java client and KIP-360:
 * Ordering with up to 5 requests in flight relies on the broker rejecting gaps: a
   batch arriving after a failed one gets OUT_OF_ORDER_SEQUENCE_NUMBER and is retried.
   Retried batches go out strictly in sequence order (one at a time until caught up).
+  A broker holding no state for the producer accepts any first sequence, so until a
+  partition's first batch (per producer id/epoch) is acknowledged, only that one batch
+  is in flight; otherwise a failed first batch would leave a gap the broker accepted
+  (a stricter rule than the Java client's, which can lose the first batch that way).
 * When a partition's sequence state is broken (UNKNOWN_PRODUCER_ID: the broker lost
   our state, e.g. retention deleted it; OUT_OF_ORDER with no explanation; a batch that
   failed after a sequence was given to it), the producer *bumps its epoch locally*
@@ -135,10 +139,17 @@ class IdempotenceManager:
             return True
         st = self._partitions.get(tp)
         if not batch.has_sequence:
-            if st is not None and st.in_flight and st.producer != self.producer:
-                # Old-epoch batches still in flight: a new-epoch batch at sequence 0 could
-                # overtake them and make them fail as out of order.
-                return True
+            if st is not None and st.in_flight:
+                if st.producer != self.producer:
+                    # Old-epoch batches still in flight: a new-epoch batch at sequence 0
+                    # could overtake them and make them fail as out of order.
+                    return True
+                if st.last_acked_sequence < 0:
+                    # Nothing acknowledged yet under this producer id/epoch: a broker with
+                    # no state for us accepts *any* first sequence, so if this partition's
+                    # first batch failed, a pipelined successor would be written and the
+                    # first could never be (a silent gap). One at a time until the first ack.
+                    return True
             # Earlier batches' fate is unknown: wait until everything in flight finished.
             return tp in self._unresolved
         # A retry goes only when it is the lowest unfinished sequence: ordering.

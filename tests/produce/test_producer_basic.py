@@ -1,0 +1,308 @@
+"""Producer against the embedded cluster: API behaviour, batching, errors, lifecycle."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from producer_testlib import read_partition, read_topic
+
+from aiokafka_lite import errors as E
+from aiokafka_lite.broker.cluster import EmbeddedCluster
+from aiokafka_lite.net import Client
+from aiokafka_lite.produce import Producer, RecordMetadata, key_partition
+from aiokafka_lite.wire.messages import ProduceRequest
+
+
+async def test_send_enqueue_flush_round_trip(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic("events", 3)
+    async with Producer(kafka_cluster.bootstrap, acks="all", linger_ms=5, compression="lz4") as producer:
+        md = await producer.send("events", b"value", key=b"k", headers=[("h", b"v")], timestamp_ms=1234)
+        assert md == RecordMetadata("events", key_partition(b"k", 3), 0, 1234)
+        fut = await producer.enqueue("events", b"value2", key=b"k")
+        await producer.flush()
+        assert fut.done() and fut.result().offset == 1 and fut.result().partition == md.partition
+    records = (await read_topic(kafka_cluster.bootstrap, "events", 3))[md.partition]
+    assert [(r.offset, r.key, r.value) for r in records] == [(0, b"k", b"value"), (1, b"k", b"value2")]
+    assert records[0].headers == [("h", b"v")] and records[0].timestamp == 1234
+
+
+async def test_keyed_records_follow_murmur2_keyless_spread(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic("t", 6)
+    async with Producer(kafka_cluster.bootstrap, batch_size=512, linger_ms=0) as producer:
+        keys = [f"user-{i}".encode() for i in range(60)]
+        mds = [await producer.send("t", b"v", key=k) for k in keys]
+        assert [m.partition for m in mds] == [key_partition(k, 6) for k in keys]
+        result = await producer.send_batch("t", [b"x" * 100] * 600)
+        assert len({m.partition for m in result}) > 1  # sticky switches after batch_size bytes
+
+
+async def test_send_batch_preserves_order_and_offsets(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic("p", 1)
+    async with Producer(kafka_cluster.bootstrap, batch_size=1024) as producer:
+        values = [b"%05d" % i for i in range(2000)]
+        result = await producer.send_batch(
+            "p", values, keys=[b"k"] * 2000, headers=[[("i", v)] for v in values]
+        )
+        assert [m.offset for m in result] == list(range(2000))
+        pending = await producer.enqueue_batch("p", [b"a", b"b"], partition=0)
+        await pending
+        assert [m.offset for m in pending] == [2000, 2001]
+    async with Client(kafka_cluster.bootstrap) as client:
+        records = await read_partition(client, "p", 0)
+    assert [r.value for r in records[:2000]] == values
+    assert records[1999].headers == [("i", b"01999")]
+
+
+async def test_acks_zero_and_one(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic("a", 1)
+    async with Producer(kafka_cluster.bootstrap, acks=0) as producer:
+        md = await producer.send("a", b"fire")
+        assert md.offset == -1
+    async with Producer(kafka_cluster.bootstrap, acks=1) as producer:
+        md = await producer.send("a", b"leader")
+        assert md.offset == 1
+        assert producer.metrics()["producer_id"] == -1  # idempotence quietly off with acks=1
+
+
+async def test_serializers_and_type_errors(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic("s", 1)
+    async with Producer(
+        kafka_cluster.bootstrap,
+        key_serializer=str.encode,
+        value_serializer=lambda v: json.dumps(v).encode(),
+    ) as producer:
+        await producer.send("s", {"a": 1}, key="k")
+        await producer.send("s", None, key="tombstone")  # None is not serialized
+    async with Producer(kafka_cluster.bootstrap) as producer:
+        with pytest.raises(TypeError, match="value must be bytes"):
+            await producer.send("s", "text")
+        with pytest.raises(TypeError, match="key must be bytes"):
+            await producer.enqueue("s", b"v", key=5)
+        with pytest.raises(E.InvalidTimestampError):
+            await producer.send("s", b"v", timestamp_ms=-5)
+        await producer.send("s", memoryview(b"view"), key=bytearray(b"ba"))
+    async with Client(kafka_cluster.bootstrap) as client:
+        records = await read_partition(client, "s", 0)
+    assert [(r.key, r.value) for r in records] == [
+        (b"k", b'{"a": 1}'),
+        (b"tombstone", None),
+        (b"ba", b"view"),
+    ]
+
+
+async def test_partitioner_options(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic("rr", 4)
+    async with Producer(kafka_cluster.bootstrap, partitioner="round_robin", linger_ms=0) as producer:
+        parts = [(await producer.send("rr", b"v", key=b"same")).partition for _ in range(8)]
+        assert parts == [0, 1, 2, 3, 0, 1, 2, 3]
+    calls = []
+
+    def last(topic: str, key: bytes | None, count: int) -> int:
+        calls.append((topic, key, count))
+        return count - 1
+
+    async with Producer(kafka_cluster.bootstrap, partitioner=last) as producer:
+        assert (await producer.send("rr", b"v", key=b"x")).partition == 3
+        assert (await producer.send("rr", b"v", partition=1)).partition == 1  # explicit wins
+        assert calls == [("rr", b"x", 4)]
+    async with Producer(kafka_cluster.bootstrap, partitioner=lambda t, k, n: n) as producer:
+        with pytest.raises(E.UnknownTopicOrPartitionError, match="partitioner returned"):
+            await producer.send("rr", b"v")
+    async with Producer(kafka_cluster.bootstrap, max_block_ms=300) as producer:
+        with pytest.raises(E.UnknownTopicOrPartitionError, match="partition 9"):
+            await producer.send("rr", b"v", partition=9)
+
+
+async def test_unknown_topic_waits_max_block_then_fails(kafka_cluster_factory) -> None:  # type: ignore[no-untyped-def]
+    cluster = await kafka_cluster_factory(auto_create_topics=False)
+    async with Producer(cluster.bootstrap, max_block_ms=300) as producer:
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        with pytest.raises(E.UnknownTopicOrPartitionError):
+            await producer.send("missing", b"v")
+        assert loop.time() - start >= 0.25
+        # created meanwhile: a later send finds it
+        cluster.create_topic("late", 1)
+        assert (await producer.send("late", b"v")).offset == 0
+
+
+async def test_record_too_large_fails_at_once_without_poisoning_batch(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic("big", 1)
+    async with Producer(kafka_cluster.bootstrap, max_request_size=10000, linger_ms=50) as producer:
+        before = await producer.enqueue("big", b"a" * 100)
+        with pytest.raises(E.MessageSizeTooLargeError, match="max_request_size"):
+            await producer.enqueue("big", b"x" * 10000)
+        with pytest.raises(E.RecordTooLargeError):
+            await producer.send("big", b"x" * 20000)
+        after = await producer.enqueue("big", b"b" * 100)
+        await producer.flush()
+        assert (before.result().offset, after.result().offset) == (0, 1)
+    async with Producer(kafka_cluster.bootstrap, buffer_memory=5000, batch_size=1000) as producer:
+        with pytest.raises(E.MessageSizeTooLargeError, match="buffer_memory"):
+            await producer.send("big", b"x" * 6000)
+
+
+async def test_broker_message_too_large_splits_batch(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic("split", 1)
+    async with Producer(kafka_cluster.bootstrap, linger_ms=1000, batch_size=4096) as producer:
+        futs = [await producer.enqueue("split", b"%04d" % i * 25) for i in range(100)]
+        kafka_cluster.inject_error(ProduceRequest, E.MessageSizeTooLargeError.code, count=1)
+        await producer.flush()
+        assert [f.result().offset for f in futs] == list(range(100))
+        assert producer.metrics()["batches_split"] == 1
+    async with Client(kafka_cluster.bootstrap) as client:
+        records = await read_partition(client, "split", 0)
+    assert [r.value for r in records] == [b"%04d" % i * 25 for i in range(100)]
+
+
+async def test_retriable_errors_are_retried(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic("r", 2)
+    async with Producer(kafka_cluster.bootstrap, retry_backoff_ms=10) as producer:
+        kafka_cluster.inject_error(ProduceRequest, E.NotEnoughReplicasError.code, count=2)
+        kafka_cluster.inject_error(ProduceRequest, E.NotLeaderOrFollowerError.code, count=1)
+        md = await producer.send("r", b"v", partition=1)
+        assert md.offset == 0
+        assert producer.metrics()["batches_retried"] == 3
+
+
+async def test_non_retriable_error_fails_records(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic("n", 1)
+    async with Producer(kafka_cluster.bootstrap) as producer:
+        kafka_cluster.inject_error(ProduceRequest, E.TopicAuthorizationFailedError.code, count=1)
+        with pytest.raises(E.TopicAuthorizationFailedError, match="n-0"):
+            await producer.send("n", b"v")
+        # the sequence gap was renumbered away (epoch bump): later sends succeed
+        md = await producer.send("n", b"w")
+        assert md.offset == 0
+        assert producer.metrics()["epoch_bumps"] == 1
+
+
+async def test_retries_zero_without_idempotence_fails_fast(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic("z", 1)
+    async with Producer(kafka_cluster.bootstrap, retries=0) as producer:
+        kafka_cluster.inject_error(ProduceRequest, E.NotEnoughReplicasError.code, count=1)
+        with pytest.raises(E.NotEnoughReplicasError):
+            await producer.send("z", b"v")
+
+
+async def test_delivery_timeout_expires_records(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic("d", 1)
+    async with Producer(
+        kafka_cluster.bootstrap,
+        delivery_timeout_ms=400,
+        request_timeout_ms=300,
+        linger_ms=0,
+        retry_backoff_ms=20,
+    ) as producer:
+        await producer.send("d", b"warm-up")
+        kafka_cluster.inject_error(ProduceRequest, E.NotEnoughReplicasError.code, count=None)
+        with pytest.raises(E.KafkaTimeoutError, match="delivery_timeout_ms"):
+            await producer.send("d", b"v")
+        kafka_cluster.clear_faults()
+        assert (await producer.send("d", b"after")).offset >= 1
+
+
+async def test_linger_collects_records_into_one_request(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic("l", 3)
+    with kafka_cluster.record_requests(ProduceRequest) as rec:
+        async with Producer(kafka_cluster.bootstrap, linger_ms=200) as producer:
+            await producer.send("l", b"warm", partition=0)
+            rec.clear()
+            await asyncio.gather(*(producer.send("l", b"v%d" % i, partition=i % 3) for i in range(30)))
+        requests = rec.of(ProduceRequest.API_KEY)
+    assert len(requests) == 1  # one broker: one request carrying every partition
+    req = requests[0].request
+    assert isinstance(req, ProduceRequest)
+    assert sorted(pd.index for td in req.topic_data for pd in td.partition_data) == [0, 1, 2]
+
+
+async def test_max_in_flight_per_connection_honoured(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic("f", 1)
+    kafka_cluster.add_latency(ProduceRequest, 0.02)
+    in_flight = 0
+    peak = 0
+    async with Producer(
+        kafka_cluster.bootstrap, linger_ms=0, batch_size=100, max_in_flight_requests_per_connection=2
+    ) as producer:
+        sender = producer._sender
+        original = sender._produce
+
+        async def counting(*args: object) -> None:
+            nonlocal in_flight, peak
+            in_flight += 1
+            peak = max(peak, in_flight)
+            try:
+                await original(*args)  # type: ignore[arg-type]
+            finally:
+                in_flight -= 1
+
+        sender._produce = counting  # type: ignore[method-assign]
+        # one batch per record (batch_size), one partition: one batch per request
+        mds = await asyncio.gather(*(producer.send("f", b"v" * 60) for i in range(20)))
+    assert peak == 2
+    assert [m.offset for m in mds] == list(range(20))
+
+
+async def test_close_flushes_abort_fails_and_send_after_close_raises(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic("c", 1)
+    producer = Producer(kafka_cluster.bootstrap, linger_ms=10000)
+    await producer.start()
+    fut = await producer.enqueue("c", b"flushed-by-close")
+    await producer.close()
+    assert fut.result().offset == 0
+    with pytest.raises(E.ProducerClosedError):
+        await producer.send("c", b"late")
+    await producer.close()  # idempotent
+
+    producer = Producer(kafka_cluster.bootstrap, linger_ms=10000)
+    await producer.start()
+    futs = [await producer.enqueue("c", b"dropped") for _ in range(3)]
+    await producer.abort()
+    for f in futs:
+        with pytest.raises(E.ProducerClosedError):
+            f.result()
+    assert kafka_cluster.high_watermark("c", 0) == 1
+
+
+async def test_close_timeout_fails_what_cannot_be_delivered(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic("ct", 1)
+    producer = Producer(kafka_cluster.bootstrap, linger_ms=0, retry_backoff_ms=10)
+    await producer.start()
+    await producer.send("ct", b"warm")
+    kafka_cluster.inject_error(ProduceRequest, E.NotEnoughReplicasError.code, count=None)
+    fut = await producer.enqueue("ct", b"stuck")
+    await producer.close(timeout=0.3)
+    with pytest.raises(E.ProducerClosedError):
+        fut.result()
+    assert (
+        not producer._sender._requests
+        and producer._sender._task is not None
+        and producer._sender._task.done()
+    )
+
+
+async def test_shared_client_is_left_open(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic("sh", 1)
+    async with Client(kafka_cluster.bootstrap) as client:
+        async with Producer(client=client) as producer:
+            await producer.send("sh", b"v")
+        assert not client.closed
+        async with Producer(client=client) as producer:
+            assert (await producer.send("sh", b"w")).offset == 1
+
+
+async def test_produce_v13_topic_ids(kafka_cluster_factory) -> None:  # type: ignore[no-untyped-def]
+    cluster = await kafka_cluster_factory(topics={"v13": 2})
+    with cluster.record_requests(ProduceRequest) as rec:
+        async with Producer(cluster.bootstrap) as producer:
+            md = await producer.send("v13", b"v", partition=1)
+        versions = {r.api_version for r in rec.requests}
+    assert md.offset == 0 and md.topic == "v13"
+    assert max(versions) == ProduceRequest.MAX_VERSION
+    async with Producer(cluster.bootstrap, client_id="old") as producer:
+        producer.client.config.max_versions  # noqa: B018 - the Client caps versions via config
+    async with Client(cluster.bootstrap, max_versions={ProduceRequest.API_KEY: 9}) as client:
+        async with Producer(client=client) as producer:
+            assert (await producer.send("v13", b"w", partition=1)).offset == 1
