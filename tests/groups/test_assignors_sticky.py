@@ -193,6 +193,19 @@ def test_rack_preference_when_dealing_new_partitions() -> None:
     assert STICKY.assign(members, ppt, racks) == {"a": tps("t-0 t-1"), "b": tps("t-2 t-3")}
 
 
+def test_member_shedding_partitions_keeps_rack_local_ones() -> None:
+    racks = {TP("t", p): {"r1" if p % 2 else "r2"} for p in range(4)}
+    racks[TP("u", 0)] = {"r1"}
+    a_owned = tps("t-0 t-1 t-2 t-3")
+    # Identical subscriptions (exact construction).
+    members = {"a": M("a", ["t"], a_owned, 1, rack="r1"), "b": M("b", ["t"], rack="r2")}
+    assert STICKY.assign(members, {"t": 4}, racks) == {"a": tps("t-1 t-3"), "b": tps("t-0 t-2")}
+    # Different subscriptions (counts-first algorithm).
+    members = {"a": M("a", ["t", "u"], a_owned, 1, rack="r1"), "b": M("b", ["t"], rack="r2")}
+    out = STICKY.assign(members, {"t": 4, "u": 1}, racks)
+    assert out == {"a": tps("t-1 t-3 u-0"), "b": tps("t-0 t-2")}
+
+
 def test_member_without_existing_topics_gets_nothing() -> None:
     members = {"a": M("a", ["t"]), "b": M("b", ["missing"]), "c": M("c", ["t"])}
     out = STICKY.assign(members, {"t": 3})

@@ -182,6 +182,15 @@ class _Dealer:
         self.partition_racks = partition_racks
         self.rack_aware = bool(partition_racks) and any(r is not None for r in member_racks)
 
+    def local_first(self, member: int, parts: Sequence[TopicPartition]) -> list[TopicPartition]:
+        """``parts`` (sorted) with the member's rack-local partitions first: when a member
+        must give some owned partitions up, it keeps the ones it can read locally."""
+        rack = self.member_racks[member]
+        if not self.rack_aware or rack is None or self.partition_racks is None:
+            return list(parts)
+        racks = self.partition_racks
+        return sorted(parts, key=lambda tp: rack not in racks.get(tp, ()))
+
     def deal(
         self, pool: Sequence[TopicPartition], needs: dict[int, int], out: list[list[TopicPartition]]
     ) -> None:
@@ -225,7 +234,7 @@ def _assign_uniform(
     k = len(owned)
     total = sum(partitions_per_topic[t] for t in topics)
     base, extra = divmod(total, k)
-    kept_sorted = [sorted(o) for o in owned]
+    kept_sorted = [dealer.local_first(i, sorted(o)) for i, o in enumerate(owned)]
     # Only `extra` members may end with base+1. Each member that already owns more
     # than `base` and gets one of those slots keeps one more partition; members with
     # the most owned first makes the choice deterministic (any such choice is optimal).
@@ -308,7 +317,7 @@ def _assign_general(
             want = cnt[i].get(j, 0)
             if want == 0:
                 continue
-            keep = owned_by[i].get(j, [])[:want]
+            keep = dealer.local_first(i, owned_by[i].get(j, []))[:want]
             result[i].extend(keep)
             taken.update(tp.partition for tp in keep)
             if want > len(keep):
