@@ -200,3 +200,11 @@ def test_legacy_minimum_sizes() -> None:
     data = bytearray(legacy_message(0, None, None, magic=0))
     assert len(data) == 12 + 14
     assert legacy(bytes(data))[0].records()[0].value is None
+
+
+def test_unassigned_wrapper_offset_keeps_inner_offsets() -> None:
+    # A client-built magic-1 produce payload: wrapper offset 0, inner offsets 0..n-1.
+    inner = b"".join(legacy_message(i, None, b"v", magic=1, timestamp=i) for i in range(3))
+    (batch,) = legacy(wrapper(1, Compression.GZIP, inner, offset=0))
+    assert [r.offset for r in batch.records()] == [0, 1, 2]
+    assert (batch.base_offset, batch.last_offset, batch.next_offset) == (0, 2, 3)

@@ -233,12 +233,15 @@ class LegacyRecordBatch:
 
     @property
     def last_offset(self) -> int:
-        """The wrapper (or single message) offset: the last record's absolute offset."""
-        return int(self._msg.offset)
+        """Last record's offset: the message offset, or for a wrapper its last inner record."""
+        if not self._msg.attributes & ATTR_CODEC_MASK:
+            return int(self._msg.offset)
+        records = self._decoded()
+        return records[-1].offset if records else int(self._msg.offset)
 
     @property
     def next_offset(self) -> int:
-        return int(self._msg.offset) + 1
+        return self.last_offset + 1
 
     @property
     def base_offset(self) -> int:
@@ -316,8 +319,12 @@ class LegacyRecordBatch:
         if not inner:
             return []
         log_append = msg.magic == 1 and bool(msg.attributes & ATTR_TIMESTAMP_TYPE)
-        # magic 1: inner offsets are relative, the wrapper holds the last one's absolute offset
+        # magic 1: inner offsets are relative, the wrapper holds the last one's absolute
+        # offset. A negative base means the offsets were never assigned (a client-built
+        # produce payload has wrapper offset 0): keep the inner offsets as they are.
         shift = msg.offset - inner[-1].offset if msg.magic >= 1 else 0
+        if shift + inner[0].offset < 0:
+            shift = 0
         out: list[Record] = []
         for m in inner:
             if m.attributes & ATTR_CODEC_MASK:
