@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Sequence
 
 from aiokafka_lite.errors import error_for
+from aiokafka_lite.fetch import Consumer, Record
 from aiokafka_lite.net import Client
 from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.messages.produce_request import ProduceRequest
@@ -57,3 +59,22 @@ async def produce_values(
 ) -> None:
     for i in range(0, len(values), batch):
         await produce_raw(client, tp, [(None, v) for v in values[i : i + batch]])
+
+
+async def fill(bootstrap: str, counts: dict[TopicPartition, int], batch: int = 10) -> None:
+    """Produce ``n`` values ``b"<topic>-<partition>-<offset>"`` to each partition (from empty)."""
+    async with Client(bootstrap) as client:
+        for tp, n in counts.items():
+            values = [b"%s-%d-%d" % (tp.topic.encode(), tp.partition, i) for i in range(n)]
+            await produce_values(client, tp, values, batch)
+
+
+async def take(consumer: Consumer, n: int, limit_s: float = 10) -> list[Record]:
+    """The next ``n`` records from ``async for`` (fails after ``limit_s``)."""
+    out: list[Record] = []
+    async with asyncio.timeout(limit_s):
+        async for rec in consumer:
+            out.append(rec)
+            if len(out) == n:
+                break
+    return out

@@ -1,31 +1,252 @@
-"""Consumer against the embedded broker: manual assignment, iteration, getmany, seek, pause."""
+"""Consumer against the embedded broker: assignment, iteration, getmany, seek, pause, lookups."""
 
 from __future__ import annotations
 
 import asyncio
+import re
+from collections.abc import Awaitable, Callable
 
-from fetch_testlib import produce_values
+import pytest
+from fetch_testlib import fill, produce_raw, take
 
+from aiokafka_lite import errors as E
 from aiokafka_lite.broker import EmbeddedCluster
-from aiokafka_lite.fetch.consumer import Consumer
+from aiokafka_lite.fetch import Consumer
 from aiokafka_lite.net import Client
 from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.wire.records import TimestampType
+
+Factory = Callable[..., Awaitable[EmbeddedCluster]]
+T0 = TopicPartition("t", 0)
+T1 = TopicPartition("t", 1)
 
 
-async def test_manual_assignment_async_for(kafka_cluster: EmbeddedCluster) -> None:
-    kafka_cluster.create_topic("t", 2)
+async def test_manual_assignment_across_three_brokers(kafka_cluster_factory: Factory) -> None:
+    cluster = await kafka_cluster_factory(brokers=3)
+    cluster.create_topic("t", 6)
+    leaders = {cluster.topic("t").partitions[p].leader_id for p in range(6)}
+    assert len(leaders) == 3  # the partitions really are spread over the brokers
+    tps = [TopicPartition("t", p) for p in range(6)]
+    await fill(cluster.bootstrap, {tp: 40 + tp.partition for tp in tps}, batch=9)
+    async with Consumer(cluster.bootstrap, auto_offset_reset="earliest") as consumer:
+        consumer.assign(tps)
+        assert consumer.assignment() == set(tps)
+        recs = await take(consumer, sum(40 + p for p in range(6)))
+        by_tp: dict[int, list[int]] = {}
+        for r in recs:
+            assert r.topic == "t"
+            by_tp.setdefault(r.partition, []).append(r.offset)
+            assert r.value == b"t-%d-%d" % (r.partition, r.offset)
+        assert {p: offs for p, offs in by_tp.items()} == {p: list(range(40 + p)) for p in range(6)}
+        for tp in tps:
+            assert await consumer.position(tp) == 40 + tp.partition
+        assert len(consumer.metrics()["fetch_sessions"]) == 3  # one fetch loop (session) per broker
+
+
+async def test_topics_without_group_reads_all_partitions_no_commits(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic("t", 3)
+    await fill(kafka_cluster.bootstrap, {TopicPartition("t", p): 5 for p in range(3)})
+    async with Consumer(kafka_cluster.bootstrap, topics="t", auto_offset_reset="earliest") as consumer:
+        recs = await take(consumer, 15)
+        assert sorted((r.partition, r.offset) for r in recs) == [(p, o) for p in range(3) for o in range(5)]
+        assert consumer.assignment() == {TopicPartition("t", p) for p in range(3)}
+        assert consumer.subscription() == {"t"}
+        with pytest.raises(E.IllegalStateError):
+            await consumer.commit()
+
+
+async def test_record_fields_and_deserializers(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic("t", 1)
     async with Client(kafka_cluster.bootstrap) as client:
-        await produce_values(client, TopicPartition("t", 0), [b"a%d" % i for i in range(50)], batch=7)
-        await produce_values(client, TopicPartition("t", 1), [b"b%d" % i for i in range(30)], batch=11)
+        await produce_raw(
+            client, T0, [(b"k1", b"v1"), (None, None)], timestamp=1234, headers=[("h", b"x"), ("n", None)]
+        )
+    async with Consumer(
+        kafka_cluster.bootstrap,
+        auto_offset_reset="earliest",
+        key_deserializer=lambda b: None if b is None else b.decode(),
+        value_deserializer=lambda b: None if b is None else b.upper(),
+    ) as consumer:
+        consumer.assign([T0])
+        a, b = await take(consumer, 2)
+    assert a.key == "k1" and a.value == b"V1" and a.headers == [("h", b"x"), ("n", None)]
+    assert a.timestamp_ms == 1234 and b.timestamp_ms == 1235
+    assert a.timestamp_type is TimestampType.CREATE_TIME
+    assert a.leader_epoch == 0 and (a.topic, a.partition, a.offset) == ("t", 0, 0)
+    assert b.key is None and b.value is None
+
+
+async def test_getmany_limits_timeout_and_partition_filter(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic("t", 2)
+    await fill(kafka_cluster.bootstrap, {T0: 30, T1: 30})
     async with Consumer(kafka_cluster.bootstrap, auto_offset_reset="earliest") as consumer:
-        consumer.assign([TopicPartition("t", 0), TopicPartition("t", 1)])
-        got: dict[int, list[bytes]] = {0: [], 1: []}
+        consumer.assign([T0, T1])
+        got: dict[TopicPartition, list[int]] = {T0: [], T1: []}
+        while sum(map(len, got.values())) < 60:
+            batch = await consumer.getmany(timeout_ms=5000, max_records=7)
+            assert 0 < sum(map(len, batch.values())) <= 7
+            for tp, recs in batch.items():
+                got[tp].extend(r.offset for r in recs)
+        assert got == {T0: list(range(30)), T1: list(range(30))}
+        assert await consumer.getmany(timeout_ms=50) == {}
+        await fill(kafka_cluster.bootstrap, {T0: 3, T1: 3})
+        only = {}
+        async with asyncio.timeout(10):
+            while not only:
+                only = await consumer.getmany(T1, timeout_ms=1000)
+        assert set(only) == {T1}
+        assert [r.offset for r in only[T1]] == [30, 31, 32]
+        with pytest.raises(ValueError):
+            await consumer.getmany(max_records=0)
+
+
+async def test_pause_resume_with_buffered_records(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic("t", 2)
+    await fill(kafka_cluster.bootstrap, {T0: 200, T1: 200})
+    async with Consumer(kafka_cluster.bootstrap, auto_offset_reset="earliest") as consumer:
+        consumer.assign([T0, T1])
+        seen: dict[int, list[int]] = {0: [], 1: []}
+        # Read a few records of partition 0 so it has a chunk in progress and buffered data.
         async with asyncio.timeout(10):
             async for rec in consumer:
-                got[rec.partition].append(rec.value)
-                if len(got[0]) + len(got[1]) == 80:
+                seen[rec.partition].append(rec.offset)
+                if len(seen[0]) == 5:
                     break
-        assert got[0] == [b"a%d" % i for i in range(50)]
-        assert got[1] == [b"b%d" % i for i in range(30)]
-        assert await consumer.position(TopicPartition("t", 0)) == 50
-        assert await consumer.position(TopicPartition("t", 1)) == 30
+        assert consumer.fetcher is not None
+        assert consumer.fetcher.buffer.has_data(T0)
+        consumer.pause(T0)
+        assert consumer.paused() == {T0}
+        for _ in range(20):
+            batch = await consumer.getmany(timeout_ms=200)
+            assert T0 not in batch
+            for r in batch.get(T1, []):
+                seen[1].append(r.offset)
+            if len(seen[1]) == 200:
+                break
+        assert seen[1] == list(range(200))
+        assert consumer.fetcher.buffer.has_data(T0)  # still buffered while paused
+        consumer.resume(T0)
+        async with asyncio.timeout(10):
+            async for rec in consumer:
+                assert rec.partition == 0
+                seen[0].append(rec.offset)
+                if len(seen[0]) == 200:
+                    break
+        assert seen[0] == list(range(200))  # nothing lost or repeated around the pause
+
+
+async def test_seek_forms(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic("t", 1)
+    await fill(kafka_cluster.bootstrap, {T0: 50})
+    async with Consumer(kafka_cluster.bootstrap, fetch_max_wait_ms=50) as consumer:
+        consumer.assign([T0])
+        # default auto_offset_reset=latest
+        assert await consumer.position(T0) == 50
+        consumer.seek(T0, 10)
+        assert await consumer.position(T0) == 10
+        assert [r.offset for r in await take(consumer, 3)] == [10, 11, 12]
+        # Seek while a chunk is in progress: the next record comes from the new position.
+        consumer.seek(T0, 40)
+        assert (await take(consumer, 1))[0].offset == 40
+        await consumer.seek_to_beginning(T0)
+        assert await consumer.position(T0) == 0
+        assert (await take(consumer, 1))[0].offset == 0
+        consumer.seek_to_end()  # lazy form, all partitions
+        assert await consumer.position(T0) == 50
+        await fill(kafka_cluster.bootstrap, {T0: 2})
+        assert [r.offset for r in await take(consumer, 2)] == [50, 51]
+        consumer.seek_to_beginning()
+        assert (await take(consumer, 1))[0].offset == 0
+        with pytest.raises(ValueError):
+            consumer.seek(T0, -1)
+        with pytest.raises(E.IllegalStateError):
+            consumer.seek(T1, 0)  # not assigned
+
+
+async def test_offset_lookups(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic("t", 2)
+    async with Client(kafka_cluster.bootstrap) as client:
+        await produce_raw(client, T0, [(None, b"a")] * 5, timestamp=1000)  # 1000..1004
+        await produce_raw(client, T0, [(None, b"b")] * 5, timestamp=2000)  # 2000..2004
+    async with Consumer(kafka_cluster.bootstrap, fetch_max_wait_ms=50) as consumer:
+        consumer.assign([T0, T1])
+        assert await consumer.beginning_offsets([T0, T1]) == {T0: 0, T1: 0}
+        assert await consumer.end_offsets([T0, T1]) == {T0: 10, T1: 0}
+        found = await consumer.offsets_for_times({T0: 1003, T1: 0})
+        t0 = found[T0]
+        assert t0 is not None and (t0.offset, t0.timestamp) == (3, 1003)
+        assert found[T1] is None
+        found = await consumer.offsets_for_times({T0: 1500})
+        assert found[T0] is not None and found[T0].offset == 5
+        assert (await consumer.offsets_for_times({T0: 99999}))[T0] is None
+        with pytest.raises(ValueError):
+            await consumer.offsets_for_times({T0: -5})
+        # Use the answer to seek: the classic "replay from time" recipe.
+        consumer.seek(T0, 5)
+        assert (await take(consumer, 1))[0].value == b"b"
+
+
+async def test_regex_subscription_sees_new_topics(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic("ev-a", 1)
+    kafka_cluster.create_topic("ev-skip", 1)
+    kafka_cluster.create_topic("other", 1)
+    await fill(kafka_cluster.bootstrap, {TopicPartition("ev-a", 0): 3, TopicPartition("ev-skip", 0): 3})
+    async with Consumer(
+        kafka_cluster.bootstrap,
+        pattern=re.compile(r"ev-.*"),
+        exclude=r"ev-skip",
+        auto_offset_reset="earliest",
+        metadata_max_age_ms=200,
+        fetch_max_wait_ms=50,
+    ) as consumer:
+        recs = await take(consumer, 3)
+        assert {r.topic for r in recs} == {"ev-a"}
+        assert consumer.subscription() == {"ev-a"}
+        kafka_cluster.create_topic("ev-b", 2)
+        await fill(kafka_cluster.bootstrap, {TopicPartition("ev-b", 1): 4})
+        recs = await take(consumer, 4)
+        assert [(r.topic, r.partition, r.offset) for r in recs] == [("ev-b", 1, i) for i in range(4)]
+        assert consumer.subscription() == {"ev-a", "ev-b"}
+        assert TopicPartition("ev-skip", 0) not in consumer.assignment()
+
+
+async def test_close_from_another_task_ends_iteration(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic("t", 1)
+    consumer = Consumer(kafka_cluster.bootstrap, auto_offset_reset="earliest")
+    await consumer.start()
+    consumer.assign([T0])
+    seen: list[int] = []
+    three = asyncio.Event()
+
+    async def run() -> str:
+        async for rec in consumer:
+            seen.append(rec.offset)
+            if len(seen) == 3:
+                three.set()
+        return "ended"
+
+    task = asyncio.create_task(run())
+    await fill(kafka_cluster.bootstrap, {T0: 3})
+    async with asyncio.timeout(10):
+        await three.wait()
+    await consumer.close()
+    async with asyncio.timeout(5):
+        assert await task == "ended"
+    assert seen == [0, 1, 2]
+    with pytest.raises(E.ClosedError):
+        await consumer.getmany()
+    await consumer.close()  # idempotent
+
+
+async def test_not_started_and_bad_options() -> None:
+    with pytest.raises(E.ConfigError, match="did you mean"):
+        Consumer("127.0.0.1:1", fetch_max_byte=10)
+    with pytest.raises(E.ConfigError):
+        Consumer("127.0.0.1:1", auto_offset_reset="sometimes")
+    with pytest.raises(E.ConfigError):
+        Consumer()
+    c = Consumer("127.0.0.1:1", request_timeout_ms=1000)
+    with pytest.raises(E.IllegalStateError):
+        await c.getmany()
+    with pytest.raises(E.ConfigError, match="client="):
+        Consumer(client=Client("127.0.0.1:1"), request_timeout_ms=5)

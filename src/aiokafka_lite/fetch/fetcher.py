@@ -336,12 +336,15 @@ class Fetcher:
                 await self._wait(event, 1.0)
                 continue
             idle_since = now
-            available = self.buffer.available()
-            if available < self._min_request_bytes and not self._evict_paused():
+            # A response cannot exceed the partitions' limits (KIP-74 aside), so that is
+            # all this request needs to reserve: other brokers' loops share the budget.
+            want_bytes = min(cfg.fetch_max_bytes, len(wanted) * cfg.max_partition_fetch_bytes)
+            threshold = min(want_bytes, self._min_request_bytes)
+            if self.buffer.available() < threshold and not self._evict_paused(threshold):
                 self._space.clear()
                 await self._wait_space(event)
                 continue
-            max_bytes = min(cfg.fetch_max_bytes, max(self.buffer.available(), 1))
+            max_bytes = min(want_bytes, max(self.buffer.available(), 1))
             plan = session.build(wanted)
             request = plan.to_request(
                 max_wait_ms=cfg.fetch_max_wait_ms,
@@ -371,6 +374,7 @@ class Fetcher:
                 continue
             finally:
                 self.buffer.unreserve(max_bytes)
+                self._space.set()
                 for tp in wanted:
                     if self._inflight.get(tp) == node:
                         del self._inflight[tp]
@@ -407,7 +411,7 @@ class Fetcher:
             waiter.cancel()
             other.cancel()
 
-    def _evict_paused(self) -> bool:
+    def _evict_paused(self, needed: int) -> bool:
         """Under budget pressure, drop data buffered for paused partitions (refetched on resume)."""
         victims = [tp for tp in self.buffer.partitions() if (st := self._sub.get_state(tp)) and st.paused]
         if not victims:
@@ -416,7 +420,7 @@ class Fetcher:
         for tp in victims:
             self._reset_fetch_state(tp)
             self.halted.discard(tp)
-        return self.buffer.available() >= self._min_request_bytes
+        return self.buffer.available() >= needed
 
     # ------------------------------------------------------------------ responses
     def _process(
