@@ -37,12 +37,27 @@ owned partitions up to quota moves the minimum possible number of partitions.
 *Differing subscriptions* work on counts first: ``c[m][t]`` = how many partitions of
 topic ``t`` member ``m`` gets. Start from "everyone keeps what it owns", place unowned
 partitions on the least-loaded eligible member (most-constrained topics first), then
-repeatedly shift one unit of load from a heavy member to a member at least two lighter
-along the cheapest chain ``m1 -t1-> m2 -t2-> ... -> mk`` (a 0-1 BFS over members and
-topics; a hop costs 1 only when it takes away a partition its holder previously
-owned). Finally, per topic, every member keeps owned partitions up to its count and
-the rest are dealt out. Working on a members x topics graph instead of individual
-partitions keeps this fast: thousands of partitions are only counts.
+repeatedly shift one unit of load from the heaviest members to a member at least two
+lighter along the cheapest chain ``m1 -t1-> m2 -t2-> ... -> mk`` (a multi-source 0-1
+BFS over members and topics; a hop costs 1 only when it takes away a partition its
+holder previously owned). Finally, per topic, every member keeps owned partitions up
+to its count and the rest are dealt out. Working on a members x topics graph instead
+of individual partitions keeps this fast: thousands of partitions are only counts.
+On small groups the result matches an exhaustive search (most even loads, then most
+partitions kept); on large ones stickiness is best-effort.
+
+Differences from the Java assignors (same goals, independent algorithm)
+-----------------------------------------------------------------------
+* Conflicting claims are resolved per partition (highest generation wins) in every
+  case; Java's identical-subscription path instead drops *all* claims of members
+  below the group's highest generation.
+* ``cooperative-sticky`` withholds a contested partition (same-generation double
+  claim) from everybody for one round rather than assigning it immediately.
+* Racks only decide which partitions a member receives among those it must receive
+  anyway (and which owned ones it keeps when it must shed some): stickiness beats
+  locality, whereas KIP-881 ranks locality above stickiness.
+* Exact partition placement differs from Java's output; counts are balanced the same
+  way and any member can read the assignment, so mixed-client groups work.
 """
 
 from __future__ import annotations
