@@ -1,0 +1,211 @@
+"""Consumer error paths on the embedded broker: out of range, leader moves, KIP-320
+truncation, oversized records, corrupt batches."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+import pytest
+from fetch_testlib import fill, produce_raw, take
+
+from aiokafka_lite import errors as E
+from aiokafka_lite.broker import EmbeddedCluster
+from aiokafka_lite.broker.log import PartitionLog
+from aiokafka_lite.fetch import Consumer
+from aiokafka_lite.net import Client
+from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.wire.messages import FetchRequest, OffsetForLeaderEpochRequest
+
+Factory = Callable[..., Awaitable[EmbeddedCluster]]
+T0 = TopicPartition("t", 0)
+FAST = {"fetch_max_wait_ms": 50, "retry_backoff_ms": 20}
+
+
+def plog(cluster: EmbeddedCluster, tp: TopicPartition = T0) -> PartitionLog:
+    return cluster.topic(tp.topic).partitions[tp.partition].log
+
+
+async def test_out_of_range_earliest_and_latest(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic("t", 1)
+    await fill(kafka_cluster.bootstrap, {T0: 10}, batch=5)
+    plog(kafka_cluster).delete_records_before(5)
+    async with Consumer(kafka_cluster.bootstrap, auto_offset_reset="earliest", **FAST) as consumer:
+        consumer.assign([T0])
+        consumer.seek(T0, 2)  # below the log start now
+        assert [r.offset for r in await take(consumer, 5)] == [5, 6, 7, 8, 9]
+    async with Consumer(kafka_cluster.bootstrap, auto_offset_reset="latest", **FAST) as consumer:
+        consumer.assign([T0])
+        consumer.seek(T0, 1000)  # beyond the end
+        async with asyncio.timeout(10):
+            while consumer.subscription_state.position(T0) != 10:
+                await consumer.getmany(timeout_ms=50)
+        async with Client(kafka_cluster.bootstrap) as client:
+            await produce_raw(client, T0, [(None, b"new")])
+        rec = (await take(consumer, 1))[0]
+        assert (rec.offset, rec.value) == (10, b"new")
+
+
+async def test_out_of_range_none_raises_until_seek(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic("t", 1)
+    await fill(kafka_cluster.bootstrap, {T0: 10})
+    async with Consumer(kafka_cluster.bootstrap, auto_offset_reset="none", **FAST) as consumer:
+        consumer.assign([T0])
+        # No position and no group: nothing to start from.
+        with pytest.raises(E.OffsetOutOfRangeError, match="t-0"):
+            async with asyncio.timeout(10):
+                while True:
+                    await consumer.getmany(timeout_ms=100)
+        consumer.seek(T0, 1000)
+        for _ in range(2):  # raised on every poll until the user seeks
+            with pytest.raises(E.OffsetOutOfRangeError):
+                async with asyncio.timeout(10):
+                    while True:
+                        await consumer.getmany(timeout_ms=100)
+        consumer.seek(T0, 8)
+        assert [r.offset for r in await take(consumer, 2)] == [8, 9]
+
+
+async def test_not_leader_errors_resume_from_same_position(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic("t", 1)
+    await fill(kafka_cluster.bootstrap, {T0: 10}, batch=3)
+    async with Consumer(kafka_cluster.bootstrap, auto_offset_reset="earliest", **FAST) as consumer:
+        consumer.assign([T0])
+        first = await take(consumer, 10)
+        with kafka_cluster.record_requests(FetchRequest) as rec:
+            kafka_cluster.inject_error(FetchRequest, E.NotLeaderOrFollowerError.code, count=3)
+            async with Client(kafka_cluster.bootstrap) as client:
+                for i in range(10, 30):
+                    await produce_raw(client, T0, [(None, b"t-0-%d" % i)])
+            rest = await take(consumer, 20)
+            assert len(rec.requests) >= 4  # three failed fetches, then the ones that worked
+        assert [r.offset for r in first + rest] == list(range(30))
+        assert [r.value for r in rest] == [b"t-0-%d" % i for i in range(10, 30)]
+
+
+async def test_leader_move_validates_position(kafka_cluster_factory: Factory) -> None:
+    cluster = await kafka_cluster_factory(brokers=3)
+    cluster.create_topic("t", 1)
+    await fill(cluster.bootstrap, {T0: 20}, batch=4)
+    async with Consumer(cluster.bootstrap, auto_offset_reset="earliest", **FAST) as consumer:
+        consumer.assign([T0])
+        assert [r.offset for r in await take(consumer, 20)] == list(range(20))
+        with cluster.record_requests(OffsetForLeaderEpochRequest) as rec:
+            cluster.move_leader("t", 0)
+            async with Client(cluster.bootstrap) as client:
+                await client.refresh_metadata(["t"])
+                await produce_raw(client, T0, [(None, b"after-move")])
+            got = await take(consumer, 1)
+            assert (got[0].offset, got[0].value) == (20, b"after-move")
+            assert got[0].leader_epoch == 1
+            assert rec.requests, (
+                "position was not validated with OffsetForLeaderEpoch after the leader change"
+            )
+
+
+def _truncate(log: PartitionLog, offset: int) -> None:
+    """Simulate an unclean leader election: the new leader's log ends at ``offset``."""
+    keep = [b for b in log._batches[log._first :] if b.last < offset]
+    assert keep[-1].last == offset - 1, "truncate at a batch boundary"
+    log._batches = keep
+    log._bases = [b.base for b in keep]
+    log._first = 0
+    log.log_end_offset = offset
+
+
+@pytest.mark.parametrize("reset", ["earliest", "none"])
+async def test_log_truncation_is_detected(
+    kafka_cluster: EmbeddedCluster, reset: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    kafka_cluster.create_topic("t", 1)
+    await fill(kafka_cluster.bootstrap, {T0: 10}, batch=5)
+    async with Consumer(kafka_cluster.bootstrap, auto_offset_reset=reset, **FAST) as consumer:
+        consumer.assign([T0])
+        consumer.seek(T0, 0)
+        assert [r.offset for r in await take(consumer, 10)] == list(range(10))
+        _truncate(plog(kafka_cluster), 5)
+        kafka_cluster.move_leader("t", 0)  # new epoch starting at offset 5
+        async with Client(kafka_cluster.bootstrap) as client:
+            await client.refresh_metadata(["t"])
+            await produce_raw(client, T0, [(None, b"r%d" % i) for i in range(3)])  # offsets 5..7
+        if reset == "none":
+            with pytest.raises(E.LogTruncationError) as info:
+                async with asyncio.timeout(10):
+                    while True:
+                        await consumer.getmany(timeout_ms=100)
+            assert info.value.divergent_offsets == {T0: 5}
+            assert "t-0" in str(info.value) and "offset 5" in str(info.value)
+            consumer.seek(T0, 5)
+        else:
+            with caplog.at_level(logging.WARNING, logger="aiokafka_lite.fetch.fetcher"):
+                got = await take(consumer, 3)
+            assert any("truncation detected" in m for m in caplog.messages)
+            assert [(r.offset, r.value) for r in got] == [(5, b"r0"), (6, b"r1"), (7, b"r2")]
+            return
+        got = await take(consumer, 3)
+        assert [(r.offset, r.value) for r in got] == [(5, b"r0"), (6, b"r1"), (7, b"r2")]
+
+
+async def test_record_larger_than_partition_limit_still_progresses(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic("t", 1)
+    async with Client(kafka_cluster.bootstrap) as client:
+        await produce_raw(client, T0, [(None, b"small")])
+        await produce_raw(client, T0, [(None, b"x" * 20000)])
+        await produce_raw(client, T0, [(None, b"y" * 30000), (None, b"z")])
+    async with Consumer(
+        kafka_cluster.bootstrap,
+        auto_offset_reset="earliest",
+        max_partition_fetch_bytes=1024,
+        fetch_max_bytes=2048,
+    ) as consumer:
+        consumer.assign([T0])
+        got = await take(consumer, 4)
+        assert [len(r.value) for r in got] == [5, 20000, 30000, 1]
+
+
+async def test_corrupt_batch_raises_and_seek_recovers(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic("t", 1)
+    await fill(kafka_cluster.bootstrap, {T0: 15}, batch=5)
+    log = plog(kafka_cluster)
+    stored = log._batches[1]  # offsets 5..9
+    bad = bytearray(stored.buf)
+    bad[-3] ^= 0x55
+    stored.buf = bytes(bad)
+    async with Consumer(kafka_cluster.bootstrap, auto_offset_reset="earliest", **FAST) as consumer:
+        consumer.assign([T0])
+        got = await take(consumer, 5)
+        assert [r.offset for r in got] == [0, 1, 2, 3, 4]
+        for _ in range(2):  # stays raised until the user seeks
+            with pytest.raises(E.CorruptRecordError, match="t-0") as info:
+                await take(consumer, 1)
+            assert "offset 5" in str(info.value)
+        assert await consumer.position(T0) == 5
+        consumer.seek(T0, 10)
+        assert [r.offset for r in await take(consumer, 5)] == [10, 11, 12, 13, 14]
+    # check_crcs=False hands the (undetected) corrupt records out.
+    async with Consumer(kafka_cluster.bootstrap, auto_offset_reset="earliest", check_crcs=False) as consumer:
+        consumer.assign([T0])
+        assert len(await take(consumer, 15)) == 15
+
+
+async def test_deserializer_failure_positions_at_record(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic("t", 1)
+    await fill(kafka_cluster.bootstrap, {T0: 6}, batch=6)
+
+    def picky(v: bytes) -> str:
+        if v.endswith(b"-3"):
+            raise ValueError("bad record")
+        return v.decode()
+
+    async with Consumer(
+        kafka_cluster.bootstrap, auto_offset_reset="earliest", value_deserializer=picky, **FAST
+    ) as consumer:
+        consumer.assign([T0])
+        assert [r.value for r in await take(consumer, 3)] == ["t-0-0", "t-0-1", "t-0-2"]
+        with pytest.raises(E.RecordDeserializationError) as info:
+            await take(consumer, 1)
+        assert (info.value.partition, info.value.offset) == (0, 3)
+        assert await consumer.position(T0) == 3
+        consumer.seek(T0, 4)
+        assert [r.value for r in await take(consumer, 2)] == ["t-0-4", "t-0-5"]
