@@ -80,6 +80,19 @@ def _struct_cls(top: type[Message], type_name: str) -> type[Struct] | None:
     return cls if isinstance(cls, type) and issubclass(cls, Struct) else None
 
 
+def _carries_error(cls: type[Struct], top: type[Message], v: int, depth: int = 0) -> bool:
+    for f in cls.FIELDS:
+        if not _present(f, v):
+            continue
+        if f.name == "error_code" or f.name.endswith("_error_code"):
+            return True
+        if f.type.startswith("[]") and depth < 4:
+            sub = _struct_cls(top, f.type[2:])
+            if sub is not None and _carries_error(sub, top, v, depth + 1):
+                return True
+    return False
+
+
 def _mirror(
     src: Struct | None,
     dst_cls: type[Struct],
@@ -92,6 +105,19 @@ def _mirror(
     src_specs = {f.name: f for f in src.FIELDS if _present(f, v)} if src is not None else {}
     src_lists = [f for f in src_specs.values() if f.type.startswith("[]")]
     dst_lists = [f for f in dst.FIELDS if _present(f, v) and f.type.startswith("[]")]
+    # Pair response lists with request lists: same name first, then in order among the
+    # rest (only lists whose items can carry an error).
+    pairs: dict[str, str] = {}
+    free_src = [f.name for f in src_lists]
+    for f in dst_lists:
+        if f.name in src_specs and f.name in free_src:
+            pairs[f.name] = f.name
+            free_src.remove(f.name)
+    for f in dst_lists:
+        if f.name not in pairs and free_src:
+            elem_cls = _struct_cls(top_resp, f.type[2:])
+            if elem_cls is not None and _carries_error(elem_cls, top_resp, v):
+                pairs[f.name] = free_src.pop(0)
     for f in dst.FIELDS:
         if not _present(f, v):
             continue
@@ -104,12 +130,10 @@ def _mirror(
             elem_cls = _struct_cls(top_resp, elem)
             if elem_cls is None or src is None:
                 continue
-            match = src_specs.get(f.name)
-            if match is None or not match.type.startswith("[]"):
-                i = dst_lists.index(f)
-                match = src_lists[i] if i < len(src_lists) else None
-            if match is None:
+            src_name = pairs.get(f.name)
+            if src_name is None:
                 continue
+            match = src_specs[src_name]
             items = getattr(src, match.name) or []
             out: list[Struct] = []
             src_elem_cls = _struct_cls(top_req, match.type[2:])
@@ -142,9 +166,24 @@ def _mirror(
     return dst
 
 
+# Fetch errors that concern the whole request (the session), not a partition.
+_FETCH_REQUEST_LEVEL: Final = frozenset({70, 71, 106})  # session id not found, bad epoch, session topic id
+
+
 def error_response(request: Request, version: int, code: int) -> Response:
-    """A response of ``request``'s API that reports ``code`` for everything it asked."""
+    """A response of ``request``'s API that reports ``code`` for everything it asked.
+
+    Fetch and Metadata carry the error per partition/topic only (their top-level error
+    means something else), except fetch-session errors, which are top-level only.
+    """
     resp_cls = RESPONSES[request.API_KEY]
     resp = _mirror(request, resp_cls, type(request), resp_cls, version, code)
     assert isinstance(resp, Response)
+    if request.API_KEY == 1:  # Fetch
+        if code in _FETCH_REQUEST_LEVEL:
+            resp.responses = []  # type: ignore[attr-defined]
+        else:
+            resp.error_code = 0  # type: ignore[attr-defined]
+    elif request.API_KEY == 3:  # Metadata
+        resp.error_code = 0  # type: ignore[attr-defined]
     return resp

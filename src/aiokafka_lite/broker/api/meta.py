@@ -154,7 +154,7 @@ async def describe_cluster(ctx: RequestContext, req: Request) -> Response:
     v = ctx.api_version
     return DescribeClusterResponse(
         error_code=0,
-        endpoint_type=1 if v >= 1 else 0,
+        endpoint_type=1,
         cluster_id=state.cluster_id,
         controller_id=state.controller_id,
         brokers=[
