@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 
 import pytest
-from test_records_support import Backend, make_backend_fixture
+from test_records_support import Backend, make_backend_fixture, raw_batch, record, varint
 
 from aiokafka_lite.errors import ConfigError, CorruptRecordError
 from aiokafka_lite.wire import compression as compression_mod
@@ -433,3 +433,25 @@ def test_compression_level_passes_through(monkeypatch: pytest.MonkeyPatch) -> No
     encode_batch([(0, None, b"x", ())], compression=Compression.GZIP, compression_level=2)
     encode_batch([(0, None, b"x", ())], compression=Compression.GZIP)
     assert seen == [2, 6]
+
+
+@pytest.mark.parametrize("codec", [Compression.NONE, Compression.ZSTD])
+def test_validate_records(backend: Backend, codec: Compression) -> None:
+    good = encode_batch([(0, b"k", b"v", ())] * 3, compression=codec, base_offset=40)
+    assert [r.offset for r in only(good).validate_records()] == [40, 41, 42]
+
+    def rec(delta: int) -> bytes:
+        return record(b"\x00\x00", varint(delta), varint(-1), varint(-1), varint(0))
+
+    gap = raw_batch(compress_if(codec, rec(0) + rec(2)), 2, attributes=int(codec))
+    with pytest.raises(CorruptRecordError, match="offset delta 2 where 1 was expected"):
+        only(gap).validate_records()
+    short = bytearray(raw_batch(compress_if(codec, rec(0) + rec(1)), 2, attributes=int(codec)))
+    struct.pack_into(">i", short, 23, 5)  # last offset delta 5 for 2 records (CRC not checked here)
+    (batch,) = read_batch_headers(short)
+    with pytest.raises(CorruptRecordError, match="does not match 2 records"):
+        batch.validate_records()
+
+
+def compress_if(codec: Compression, data: bytes) -> bytes:
+    return compression_mod.compress(codec, data) if codec else data

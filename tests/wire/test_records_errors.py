@@ -7,30 +7,13 @@ import tracemalloc
 from collections.abc import Callable
 
 import pytest
-from crc32c import crc32c
-from test_records_support import Backend, make_backend_fixture
+from test_records_support import Backend, make_backend_fixture, raw_batch, record, varint
 
 from aiokafka_lite.errors import CorruptRecordError, KafkaError, UnsupportedCodecError
 from aiokafka_lite.wire.compression import Compression, compress
 from aiokafka_lite.wire.records import RecordBatch, _pyimpl, decode_batches, encode_batch
 
 backend = make_backend_fixture()
-
-
-def varint(v: int) -> bytes:
-    return _pyimpl.encode_varint(v)
-
-
-def record(*fields: bytes) -> bytes:
-    body = b"".join(fields)
-    return varint(len(body)) + body
-
-
-def raw_batch(payload: bytes, count: int, *, attributes: int = 0, base_offset: int = 0) -> bytes:
-    """A v2 batch around arbitrary record bytes, with a correct CRC."""
-    tail = struct.pack(">hiqqqhii", attributes, max(count - 1, 0), 0, 0, -1, -1, -1, count) + payload
-    head = struct.pack(">qiib", base_offset, 4 + 1 + 4 + len(tail), -1, 2)
-    return head + struct.pack(">I", crc32c(tail)) + tail
 
 
 GOOD = record(b"\x00", varint(0), varint(0), varint(1), b"k", varint(1), b"v", varint(0))

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from crc32c import crc32c
 
 from aiokafka_lite.wire.records import _pyimpl, _v2
 from aiokafka_lite.wire.records._backend import c_ext
@@ -74,3 +75,22 @@ def legacy_message(
     crc = zlib.crc32(body)
     message = struct.pack(">I", crc) + body
     return struct.pack(">qi", offset, len(message)) + message
+
+
+# ----------------------------------------------------------------- raw v2 builders
+
+
+def varint(v: int) -> bytes:
+    return _pyimpl.encode_varint(v)
+
+
+def record(*fields: bytes) -> bytes:
+    body = b"".join(fields)
+    return varint(len(body)) + body
+
+
+def raw_batch(payload: bytes, count: int, *, attributes: int = 0, base_offset: int = 0) -> bytes:
+    """A v2 batch around arbitrary record bytes, with a correct CRC."""
+    tail = struct.pack(">hiqqqhii", attributes, max(count - 1, 0), 0, 0, -1, -1, -1, count) + payload
+    head = struct.pack(">qiib", base_offset, 4 + 1 + 4 + len(tail), -1, 2)
+    return head + struct.pack(">I", crc32c(tail)) + tail

@@ -212,6 +212,27 @@ class RecordBatch:
                     f"record count {self.record_count} cannot fit in {payload} bytes in {self._where()}"
                 )
 
+    def validate_records(self) -> list[Record]:
+        """Full produce-side check for a broker: header sanity, then decode every record
+        (bounded decompression) and require offset deltas 0..count-1 with the header's
+        last offset delta. Returns the decoded records."""
+        self.validate_header()
+        records = self.records()
+        expected = self.base_offset
+        for record in records:
+            if record.offset != expected:
+                raise CorruptRecordError(
+                    f"record offset delta {record.offset - self.base_offset} where "
+                    f"{expected - self.base_offset} was expected in {self._where()}"
+                )
+            expected += 1
+        if records and self.last_offset_delta != len(records) - 1:
+            raise CorruptRecordError(
+                f"last offset delta {self.last_offset_delta} does not match {len(records)} records "
+                f"in {self._where()}"
+            )
+        return records
+
     # -- records --------------------------------------------------------------------
 
     def records(self) -> list[Record]:
