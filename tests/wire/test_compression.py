@@ -9,7 +9,9 @@ import time
 import tracemalloc
 
 import cramjam
+import lz4.frame as lz4_frame  # kafka-python's lz4 codec dependency
 import pytest
+import zstandard  # kafka-python's zstd codec dependency
 
 from aiokafka_lite.errors import ConfigError, CorruptRecordError, UnsupportedCodecError
 from aiokafka_lite.wire import compression as C
@@ -224,7 +226,6 @@ def test_growth_without_size_information(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_lz4_sizes_bound_real_frames() -> None:
-    lz4_frame = pytest.importorskip("lz4.frame")
     for data in SAMPLES:
         for kwargs in (
             {},
@@ -241,7 +242,6 @@ def test_lz4_sizes_bound_real_frames() -> None:
 
 
 def test_zstd_sizes_bound_real_frames() -> None:
-    zstandard = pytest.importorskip("zstandard")
     for data in SAMPLES:
         for packed in (
             zstandard.ZstdCompressor(write_content_size=False).compress(data),
