@@ -107,7 +107,7 @@ def produce_transactions(bootstrap: str, topic: str) -> list[tuple[int, bool, li
         p.init_transactions(30)
     log: list[tuple[int, bool, list[bytes]]] = []
     for round_ in range(6):
-        for i, p in enumerate(producers):
+        for p in producers:
             p.begin_transaction()
         for i, p in enumerate(producers):
             vals = [f"r{round_}-p{i}-{j}".encode() for j in range(5)]
