@@ -1,0 +1,273 @@
+"""Consumer groups end to end: real Consumers and Producer against the embedded 3-broker cluster."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+from collections import defaultdict
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from group_testlib import broker_config, eventually
+
+from aiokafka_lite import Consumer
+from aiokafka_lite.broker.cluster import EmbeddedCluster
+from aiokafka_lite.broker.groups import move_coordinator
+from aiokafka_lite.groups import MemberState
+from aiokafka_lite.produce.producer import Producer
+from aiokafka_lite.structs import TopicPartition as TP
+
+PARTITIONS = 12
+ALL = {TP("t", p) for p in range(PARTITIONS)}
+
+
+@pytest.fixture
+async def cluster() -> AsyncIterator[EmbeddedCluster]:
+    async with EmbeddedCluster(brokers=3, topics={"t": PARTITIONS}, config=broker_config()) as c:
+        yield c
+
+
+class Worker:
+    """A consumer iterating in its own task, recording every record it is handed."""
+
+    def __init__(
+        self, cluster: EmbeddedCluster, name: str, seen: dict[tuple[int, int], list[str]], **opts: Any
+    ):
+        options = {
+            "group_id": "g",
+            "auto_offset_reset": "earliest",
+            "session_timeout_ms": 6000,
+            "heartbeat_interval_ms": 200,
+            "auto_commit_interval_ms": 500,
+            **opts,
+        }
+        self.name = name
+        self.seen = seen
+        self.consumer = Consumer(cluster.bootstrap, topics=["t"], **options)
+        self.task: asyncio.Task[None] | None = None
+        self.count = 0
+
+    async def start(self) -> Worker:
+        await self.consumer.start()
+        self.task = asyncio.create_task(self._run())
+        return self
+
+    async def _run(self) -> None:
+        async for rec in self.consumer:
+            self.seen[(rec.partition, rec.offset)].append(self.name)
+            self.count += 1
+
+    def assignment(self) -> set[TP]:
+        return self.consumer.subscription_state.assignment()
+
+    def stable(self) -> bool:
+        gc = self.consumer.coordinator
+        return gc is not None and gc.state is MemberState.STABLE and not gc.membership.rejoin_needed
+
+    async def stop(self) -> None:
+        """Graceful: close (commit on revoke, LeaveGroup); the iteration ends by itself."""
+        await self.consumer.close()
+        if self.task is not None:
+            await asyncio.wait_for(self.task, 10)
+
+    async def crash(self) -> None:
+        """Die without leaving the group or committing: stop everything, drop connections."""
+        assert self.task is not None
+        self.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.task
+        gc = self.consumer.coordinator
+        assert gc is not None
+        for t in (gc._main_task, gc._hb_task):
+            if t is not None:
+                t.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await t
+        await gc._net.close()  # type: ignore[attr-defined]
+        await self.consumer.client.close()
+
+    async def cleanup(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.consumer.close()
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+            with contextlib.suppress(BaseException):
+                await self.task
+
+
+def balanced(workers: list[Worker]) -> bool:
+    owned = [w.assignment() for w in workers]
+    if sum(len(o) for o in owned) != PARTITIONS or set().union(*owned) != ALL:
+        return False
+    sizes = [len(o) for o in owned]
+    return max(sizes) - min(sizes) <= 1 and all(w.stable() for w in workers)
+
+
+async def produce(cluster: EmbeddedCluster, total: int, batches: int, pause: float) -> int:
+    async with Producer(bootstrap_servers=cluster.bootstrap, linger_ms=2) as p:
+        per = total // batches
+        for b in range(batches):
+            await p.enqueue_batch("t", [b"%d" % (b * per + i) for i in range(per)])
+            await asyncio.sleep(pause)
+        await p.flush()
+    return per * batches
+
+
+def end_offsets(cluster: EmbeddedCluster) -> dict[int, int]:
+    return {p: cluster.high_watermark("t", p) for p in range(PARTITIONS)}
+
+
+@pytest.mark.parametrize("strategy", ["cooperative-sticky", "range"])
+async def test_members_join_and_leave_one_by_one_every_record_once(
+    cluster: EmbeddedCluster, strategy: str
+) -> None:
+    seen: dict[tuple[int, int], list[str]] = defaultdict(list)
+    opts = {"partition_assignment_strategy": [strategy]}
+    workers = [Worker(cluster, f"w{i}", seen, **opts) for i in range(3)]
+    producer = asyncio.create_task(produce(cluster, 50_000, 100, 0.03))
+    try:
+        a, b, c = workers
+        await a.start()
+        await eventually(lambda: a.count > 0 and balanced([a]), what="a consuming")
+        await b.start()
+        await eventually(lambda: b.count > 0 and balanced([a, b]), what="a+b")
+        await c.start()
+        await eventually(lambda: c.count > 0 and balanced([a, b, c]), what="a+b+c")
+        await a.stop()
+        await eventually(lambda: balanced([b, c]), what="b+c")
+        await b.stop()
+        await eventually(lambda: balanced([c]), what="c alone")
+        total = await producer
+        ends = end_offsets(cluster)
+        assert sum(ends.values()) == total
+        await eventually(lambda: len(seen) == total, limit=60, what="everything consumed")
+        await c.stop()
+    finally:
+        producer.cancel()
+        for w in workers:
+            await w.cleanup()
+    twice = {k: v for k, v in seen.items() if len(v) > 1}
+    assert not twice, f"{len(twice)} records processed more than once, e.g. {sorted(twice.items())[:5]}"
+    assert set(seen) == {(p, o) for p, end in ends.items() for o in range(end)}
+    assert all(w.count > 0 for w in workers)
+
+
+async def produce_until(cluster: EmbeddedCluster, stop: asyncio.Event, interval: float = 0.02) -> int:
+    """One record per partition every ``interval`` seconds until ``stop`` is set."""
+    n = 0
+    async with Producer(bootstrap_servers=cluster.bootstrap, linger_ms=0) as p:
+        while not stop.is_set():
+            for part in range(PARTITIONS):
+                await p.enqueue("t", b"%d" % n, partition=part)
+                n += 1
+            await asyncio.sleep(interval)
+        await p.flush()
+    return n
+
+
+async def test_member_crash_moves_partitions_after_session_timeout_nothing_lost(
+    cluster: EmbeddedCluster,
+) -> None:
+    seen: dict[tuple[int, int], list[str]] = defaultdict(list)
+    opts = {"session_timeout_ms": 2000, "partition_assignment_strategy": ["cooperative-sticky"]}
+    a = await Worker(cluster, "a", seen, **opts).start()
+    b = await Worker(cluster, "b", seen, **opts).start()
+    stop = asyncio.Event()
+    producer = asyncio.create_task(produce_until(cluster, stop))
+    try:
+        await eventually(lambda: balanced([a, b]) and a.count > 0 and b.count > 0)
+        await b.crash()  # no LeaveGroup, no final commit
+        await eventually(lambda: balanced([a]), what="a takes over after b's session expired")
+        await asyncio.sleep(0.3)
+        stop.set()
+        total = await producer
+        await eventually(lambda: len(seen) == total, limit=60, what="everything consumed")
+    finally:
+        stop.set()
+        await a.cleanup()
+        await b.cleanup()
+    ends = end_offsets(cluster)
+    # at-least-once: every record was processed; the crashed member's uncommitted tail twice
+    assert set(seen) == {(p, o) for p, end in ends.items() for o in range(end)}
+
+
+async def test_coordinator_moved_while_consuming(cluster: EmbeddedCluster) -> None:
+    seen: dict[tuple[int, int], list[str]] = defaultdict(list)
+    opts = {"partition_assignment_strategy": ["cooperative-sticky"]}
+    a = await Worker(cluster, "a", seen, **opts).start()
+    b = await Worker(cluster, "b", seen, **opts).start()
+    stop = asyncio.Event()
+    producer = asyncio.create_task(produce_until(cluster, stop))
+    try:
+        await eventually(lambda: balanced([a, b]) and a.count > 0 and b.count > 0)
+        gc = a.consumer.coordinator
+        assert gc is not None
+        old = gc.membership.coordinator
+        new = next(n for n in (1, 2, 3) if n != old)
+        move_coordinator(cluster.state, "g", new)
+        await eventually(lambda: gc.membership.coordinator == new, what="coordinator rediscovered")
+        await asyncio.sleep(1.0)  # auto-commits go to the new coordinator
+        assert balanced([a, b])
+        await a.stop()  # commit on revoke through the new coordinator
+        await eventually(lambda: balanced([b]))
+        stop.set()
+        total = await producer
+        await eventually(lambda: len(seen) == total, limit=60, what="everything consumed")
+    finally:
+        stop.set()
+        await a.cleanup()
+        await b.cleanup()
+    assert not {k: v for k, v in seen.items() if len(v) > 1}
+
+
+async def test_cooperative_rebalance_keeps_consuming_kept_partitions(cluster: EmbeddedCluster) -> None:
+    """While b and c join, a keeps receiving records of the partitions it keeps: records
+    arrive while a's own membership is mid-rebalance (JoinGroup/SyncGroup in flight), and
+    the longest pause between them stays under the heartbeat interval."""
+    heartbeat_ms = 1000
+    opts = {
+        "partition_assignment_strategy": ["cooperative-sticky"],
+        "heartbeat_interval_ms": heartbeat_ms,
+        "session_timeout_ms": 10000,
+    }
+    seen: dict[tuple[int, int], list[str]] = defaultdict(list)
+    a = Worker(cluster, "a", seen, **opts)
+    b = Worker(cluster, "b", seen, **opts)
+    c = Worker(cluster, "c", seen, **opts)
+    loop = asyncio.get_running_loop()
+    log: list[tuple[float, int, MemberState]] = []
+    gc = None
+
+    async def run_a() -> None:
+        async for rec in a.consumer:
+            assert gc is not None
+            log.append((loop.time(), rec.partition, gc.state))
+
+    stop = asyncio.Event()
+    producer = asyncio.create_task(produce_until(cluster, stop))
+    await a.consumer.start()
+    gc = a.consumer.coordinator
+    a.task = asyncio.create_task(run_a())
+    try:
+        await eventually(lambda: balanced([a]) and len(log) > 0)
+        window_start = loop.time()
+        await b.start()
+        await eventually(lambda: balanced([a, b]), what="a+b")
+        await c.start()
+        await eventually(lambda: balanced([a, b, c]), what="a+b+c")
+        window_end = loop.time()
+        kept = {tp.partition for tp in a.assignment()}
+    finally:
+        stop.set()
+        await producer
+        for w in (a, b, c):
+            await w.cleanup()
+    assert a.consumer.coordinator is not None
+    in_window = [(t, p, st) for t, p, st in log if window_start <= t <= window_end and p in kept]
+    during_rebalance = [x for x in in_window if x[2] in (MemberState.JOINING, MemberState.SYNCING)]
+    assert during_rebalance, "a stopped consuming its kept partitions during the rebalance"
+    times = [window_start] + [t for t, _, _ in in_window] + [window_end]
+    longest = max(later - earlier for earlier, later in itertools.pairwise(times))
+    assert longest < heartbeat_ms / 1000, f"gap of {longest * 1000:.0f} ms in a's kept partitions"
