@@ -82,6 +82,10 @@ def decode_records(
         if b < 0x80:
             length = (b >> 1) ^ -(b & 1)
             pos += 1
+        elif pos + 1 < n and buf[pos + 1] < 0x80:  # two-byte varint, inline
+            raw = (b & 0x7F) | (buf[pos + 1] << 7)
+            length = (raw >> 1) ^ -(raw & 1)
+            pos += 2
         else:
             length, pos = read(buf, pos, 5, i)
         if length < MIN_RECORD_SIZE - 1 or length > n - pos:
@@ -92,6 +96,10 @@ def decode_records(
         if b < 0x80:
             ts_delta = (b >> 1) ^ -(b & 1)
             pos += 1
+        elif pos + 1 < n and buf[pos + 1] < 0x80:  # two-byte varint, inline
+            raw = (b & 0x7F) | (buf[pos + 1] << 7)
+            ts_delta = (raw >> 1) ^ -(raw & 1)
+            pos += 2
         else:
             ts_delta, pos = read(buf, pos, 10, i)
         if pos >= rec_end:
@@ -100,6 +108,10 @@ def decode_records(
         if b < 0x80:
             offset_delta = (b >> 1) ^ -(b & 1)
             pos += 1
+        elif pos + 1 < n and buf[pos + 1] < 0x80:  # two-byte varint, inline
+            raw = (b & 0x7F) | (buf[pos + 1] << 7)
+            offset_delta = (raw >> 1) ^ -(raw & 1)
+            pos += 2
         else:
             offset_delta, pos = read(buf, pos, 5, i)
         # key
@@ -109,6 +121,10 @@ def decode_records(
         if b < 0x80:
             klen = (b >> 1) ^ -(b & 1)
             pos += 1
+        elif pos + 1 < n and buf[pos + 1] < 0x80:  # two-byte varint, inline
+            raw = (b & 0x7F) | (buf[pos + 1] << 7)
+            klen = (raw >> 1) ^ -(raw & 1)
+            pos += 2
         else:
             klen, pos = read(buf, pos, 5, i)
         if klen < 0:
@@ -127,6 +143,10 @@ def decode_records(
         if b < 0x80:
             vlen = (b >> 1) ^ -(b & 1)
             pos += 1
+        elif pos + 1 < n and buf[pos + 1] < 0x80:  # two-byte varint, inline
+            raw = (b & 0x7F) | (buf[pos + 1] << 7)
+            vlen = (raw >> 1) ^ -(raw & 1)
+            pos += 2
         else:
             vlen, pos = read(buf, pos, 5, i)
         if vlen < 0:
@@ -145,6 +165,10 @@ def decode_records(
         if b < 0x80:
             hcount = (b >> 1) ^ -(b & 1)
             pos += 1
+        elif pos + 1 < n and buf[pos + 1] < 0x80:  # two-byte varint, inline
+            raw = (b & 0x7F) | (buf[pos + 1] << 7)
+            hcount = (raw >> 1) ^ -(raw & 1)
+            pos += 2
         else:
             hcount, pos = read(buf, pos, 5, i)
         if hcount < 0 or hcount > (rec_end - pos) // 2:
