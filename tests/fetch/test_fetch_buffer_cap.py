@@ -74,7 +74,7 @@ async def test_slow_consumer_stays_under_cap(kafka_cluster: EmbeddedCluster) -> 
 
 async def test_paused_data_is_evicted_under_pressure(kafka_cluster: EmbeddedCluster) -> None:
     kafka_cluster.create_topic("t", 2)
-    await fill(kafka_cluster.bootstrap, {A: 400, B: 2000}, batch=20)
+    await fill(kafka_cluster.bootstrap, {A: 1500, B: 2000}, batch=20)
     async with Consumer(
         kafka_cluster.bootstrap,
         auto_offset_reset="earliest",
@@ -86,13 +86,19 @@ async def test_paused_data_is_evicted_under_pressure(kafka_cluster: EmbeddedClus
         consumer.pause(B)
         first = await take(consumer, 5)
         assert {r.partition for r in first} == {0}
+        fetcher = consumer.fetcher
+        assert fetcher is not None
+        for _ in range(500):  # let A's prefetched data fill the buffer up to the cap
+            if fetcher.buffer.bytes_for(A) > 12 * 1024:
+                break
+            await asyncio.sleep(0.01)
+        assert fetcher.buffer.bytes_for(A) > 12 * 1024
         consumer.pause(A)
-        assert consumer.fetcher is not None and consumer.fetcher.buffer.has_data(A)
         consumer.resume(B)
         # B has far more data than the cap while A's buffered data is paused: B must not stall.
         got = await take(consumer, 2000, limit_s=30)
         assert [r.offset for r in got] == list(range(2000))
-        assert not consumer.fetcher.buffer.has_data(A)  # evicted, to be refetched on resume
+        assert not fetcher.buffer.has_data(A)  # evicted, to be refetched on resume
         consumer.resume(A)
-        rest = await take(consumer, 395)
-        assert [r.offset for r in rest] == list(range(5, 400))
+        rest = await take(consumer, 1495)
+        assert [r.offset for r in rest] == list(range(5, 1500))
