@@ -1,0 +1,43 @@
+"""The consumer with a group coordinator plugged in: committed positions, auto_offset_reset."""
+
+from __future__ import annotations
+
+from fetch_testlib import fill, take
+
+from aiokafka_lite.broker import EmbeddedCluster
+from aiokafka_lite.fetch import Consumer
+from aiokafka_lite.structs import TopicPartition
+
+OPTS = {"fetch_max_wait_ms": 50, "heartbeat_interval_ms": 100, "session_timeout_ms": 6000}
+
+
+async def test_group_consumer_resumes_from_committed(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic("g", 2)
+    tps = [TopicPartition("g", p) for p in range(2)]
+    await fill(kafka_cluster.bootstrap, {tp: 10 for tp in tps})
+    async with Consumer(
+        kafka_cluster.bootstrap,
+        topics=["g"],
+        group_id="grp",
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        **OPTS,
+    ) as consumer:
+        got = await take(consumer, 20)
+        assert sorted((r.partition, r.offset) for r in got) == [(p, o) for p in range(2) for o in range(10)]
+        assert consumer.assignment() == set(tps)
+        await consumer.commit({tps[0]: 4, tps[1]: 7})
+        assert await consumer.committed(tps[0]) == 4
+    async with Consumer(
+        kafka_cluster.bootstrap, topics=["g"], group_id="grp", auto_offset_reset="latest", **OPTS
+    ) as consumer:
+        got = await take(consumer, 9)
+        assert sorted((r.partition, r.offset) for r in got) == [(0, o) for o in range(4, 10)] + [
+            (1, o) for o in range(7, 10)
+        ]
+        # auto-commit on close commits the consumed positions
+    async with Consumer(
+        kafka_cluster.bootstrap, topics=["g"], group_id="grp", auto_offset_reset="earliest", **OPTS
+    ) as consumer:
+        assert await consumer.getmany(timeout_ms=500) == {}
+        assert {tp: await consumer.position(tp) for tp in tps} == {tps[0]: 10, tps[1]: 10}
