@@ -3,7 +3,7 @@
 Workload: one batch of 10,000 records (10-byte key, 100-byte value, one header),
 uncompressed and lz4. "encode" = builder + append x N + build; "decode" = parse the
 batch, verify its CRC and materialise all record objects (what a consumer does with
-check_crcs on). Prints records/s (best of several runs) and ours/aiokafka ratios.
+check_crcs on). Prints records/s (best of several interleaved runs) and ours/aiokafka ratios.
 
 Run: /work/venv/bin/python bench/codec.py [--records N] [--repeat R]
 """
@@ -40,14 +40,18 @@ def make_workload(n: int) -> Workload:
     ]
 
 
-def best_of(fn: Callable[[], Any], repeat: int) -> float:
-    fn()  # warm up
-    best = float("inf")
+def interleaved_best(fns: list[Callable[[], Any]], repeat: int) -> list[float]:
+    """Best time of each function, running them round-robin so that background load
+    (this machine is shared) hits every implementation alike."""
+    for fn in fns:
+        fn()  # warm up
+    best = [float("inf")] * len(fns)
     for _ in range(repeat):
-        gc.collect()
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
+        for i, fn in enumerate(fns):
+            gc.collect()
+            t0 = time.perf_counter()
+            fn()
+            best[i] = min(best[i], time.perf_counter() - t0)
     return best
 
 
@@ -177,9 +181,9 @@ def main() -> None:
         if ak is not None:
             impls.append(("aiokafka (C)", ak_encoder(ak[0], codec, work), ak_decoder(ak[1], ref, n)))
         impls.append(("kafka-python", kp_encoder(codec, work), kp_decoder(ref, n)))
-        for label, enc, dec in impls:
-            rows.append((name, "encode", label, n / best_of(enc, repeat)))
-            rows.append((name, "decode", label, n / best_of(dec, repeat)))
+        for op, index in (("encode", 1), ("decode", 2)):
+            times = interleaved_best([impl[index] for impl in impls], repeat)
+            rows.extend((name, op, impl[0], n / t) for impl, t in zip(impls, times, strict=True))
 
     print(f"\n{n} records/batch, 10 B keys, 100 B values, 1 header; best of {repeat}\n")
     print(f"{'codec':<6} {'op':<7} {'implementation':<28} {'records/s':>14} {'vs aiokafka C':>14}")

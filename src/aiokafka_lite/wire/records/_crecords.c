@@ -192,6 +192,7 @@ decode_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     const uint8_t *hk_ptr[HKEY_CACHE] = {NULL};
     int64_t hk_len[HKEY_CACHE] = {0};
     PyObject *hv_cache[HKEY_CACHE] = {NULL};
+    PyObject *pair_cache[HKEY_CACHE] = {NULL};
     PyObject *last_ts = NULL; /* consecutive records often share a timestamp */
     int64_t last_ts_value = 0;
     if (start < 0 || stop < start || stop > view.len) {
@@ -409,17 +410,30 @@ decode_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                 }
                 p += hvlen;
             }
-            PyObject *pair = PyTuple_New(2);
-            if (pair == NULL) {
+            PyObject *pair;
+            if (h < HKEY_CACHE && pair_cache[h] != NULL && PyTuple_GET_ITEM(pair_cache[h], 0) == hk &&
+                PyTuple_GET_ITEM(pair_cache[h], 1) == hv) {
+                /* Same (cached) key and value objects as the previous record: share the
+                   immutable pair too. */
                 Py_DECREF(hk);
                 Py_DECREF(hv);
-                goto fail;
+                pair = Py_NewRef(pair_cache[h]);
             }
-            PyTuple_SET_ITEM(pair, 0, hk);
-            PyTuple_SET_ITEM(pair, 1, hv);
-            /* (str, bytes|None) can never be part of a cycle; CPython would untrack it
-               at the next collection anyway, doing it now saves the GC that work. */
-            PyObject_GC_UnTrack(pair);
+            else {
+                pair = PyTuple_New(2);
+                if (pair == NULL) {
+                    Py_DECREF(hk);
+                    Py_DECREF(hv);
+                    goto fail;
+                }
+                PyTuple_SET_ITEM(pair, 0, hk);
+                PyTuple_SET_ITEM(pair, 1, hv);
+                /* (str, bytes|None) can never be part of a cycle; CPython would untrack
+                   it at the next collection anyway, doing it now saves the GC that work. */
+                PyObject_GC_UnTrack(pair);
+                if (h < HKEY_CACHE)
+                    Py_XSETREF(pair_cache[h], Py_NewRef(pair));
+            }
             PyList_SET_ITEM(headers, h, pair);
         }
         if (p != rec_end) {
@@ -483,6 +497,7 @@ done:
     for (int c = 0; c < HKEY_CACHE; c++) {
         Py_XDECREF(hk_cache[c]);
         Py_XDECREF(hv_cache[c]);
+        Py_XDECREF(pair_cache[c]);
     }
     Py_XDECREF(last_ts);
     Py_XDECREF(lat_obj);
