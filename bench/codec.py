@@ -181,8 +181,9 @@ def main() -> None:
         if ak is not None:
             impls.append(("aiokafka (C)", ak_encoder(ak[0], codec, work), ak_decoder(ak[1], ref, n)))
         impls.append(("kafka-python", kp_encoder(codec, work), kp_decoder(ref, n)))
-        for op, index in (("encode", 1), ("decode", 2)):
-            times = interleaved_best([impl[index] for impl in impls], repeat)
+        for op in ("encode", "decode"):
+            fns = [enc if op == "encode" else dec for _, enc, dec in impls]
+            times = interleaved_best(fns, repeat)
             rows.extend((name, op, impl[0], n / t) for impl, t in zip(impls, times, strict=True))
 
     print(f"\n{n} records/batch, 10 B keys, 100 B values, 1 header; best of {repeat}\n")
