@@ -69,7 +69,7 @@ async def test_record_fields_and_deserializers(kafka_cluster: EmbeddedCluster) -
     ) as consumer:
         consumer.assign([T0])
         a, b = await take(consumer, 2)
-    assert a.key == "k1" and a.value == b"V1" and a.headers == [("h", b"x"), ("n", None)]
+    assert a.key == "k1" and a.value == b"V1" and a.headers == (("h", b"x"), ("n", None))
     assert a.timestamp_ms == 1234 and b.timestamp_ms == 1235
     assert a.timestamp_type is TimestampType.CREATE_TIME
     assert a.leader_epoch == 0 and (a.topic, a.partition, a.offset) == ("t", 0, 0)

@@ -50,7 +50,7 @@ def test_records_have_all_fields() -> None:
     recs = drain(cf, 0)
     assert [r.offset for r in recs] == [0, 1, 2]
     r = recs[1]
-    assert r == Record("t", 3, 1, b"k1", b"v1", [("h", b"x")], 1001, TimestampType.CREATE_TIME, 4)
+    assert r == Record("t", 3, 1, b"k1", b"v1", (("h", b"x"),), 1001, TimestampType.CREATE_TIME, 4)
     assert cf.next_fetch_offset == 3 and cf.exhausted and cf.size > 0 and cf.last_epoch == 4
 
 

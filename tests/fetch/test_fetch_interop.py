@@ -72,7 +72,7 @@ async def test_confluent_kafka_every_codec(
     await asyncio.to_thread(produce_confluent, tc.bootstrap, "c", codec)
     recs = await read_all(tc.bootstrap, "c", N)
     check(recs, codec)
-    assert all(r.headers == [("codec", codec.encode())] for r in recs)
+    assert all(r.headers == (("codec", codec.encode()),) for r in recs)
 
 
 @pytest.mark.parametrize("codec", [None, "gzip", "lz4", "zstd"])

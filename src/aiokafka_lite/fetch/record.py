@@ -12,14 +12,15 @@ __all__ = ["Record", "TimestampType"]
 class Record(NamedTuple):
     """One consumed record.
 
-    A ``NamedTuple``: creating millions of them is cheap (one tuple allocation, no
-    ``__init__``), attribute access is a C-level getter, and records compare, hash
-    (with hashable key/value) and unpack like tuples.
+    A ``NamedTuple``: creating millions of them is cheap (one allocation, no
+    ``__init__``), fields are read by C-level getters, and records compare and unpack
+    like tuples.
 
     ``key``/``value`` are bytes (or ``None``), or whatever the configured
-    deserializers return. ``headers`` is a list of ``(str, bytes | None)`` pairs.
-    ``leader_epoch`` is the partition leader epoch of the record's batch (``None``
-    for old message formats).
+    deserializers return. ``headers`` is a tuple of ``(str, bytes | None)`` pairs
+    (immutable, and the empty tuple is shared: one object less per record for the
+    garbage collector to scan). ``leader_epoch`` is the partition leader epoch of the
+    record's batch (``None`` for old message formats).
     """
 
     topic: str
@@ -27,7 +28,7 @@ class Record(NamedTuple):
     offset: int
     key: Any
     value: Any
-    headers: list[tuple[str, bytes | None]]
+    headers: tuple[tuple[str, bytes | None], ...]
     timestamp_ms: int
     timestamp_type: TimestampType
     leader_epoch: int | None
