@@ -10,6 +10,7 @@
 from aiokafka_lite.groups.coordinator import ConsumerGroupMetadata, GroupCoordinator
 from aiokafka_lite.groups.listener import ConsumerRebalanceListener, RebalanceListener
 from aiokafka_lite.groups.membership import GroupSettings, Membership, MemberState
+from aiokafka_lite.groups.workers import OrderedWorkers, WorkerFailedError
 
 __all__ = [
     "ConsumerGroupMetadata",
@@ -18,5 +19,7 @@ __all__ = [
     "GroupSettings",
     "MemberState",
     "Membership",
+    "OrderedWorkers",
     "RebalanceListener",
+    "WorkerFailedError",
 ]
