@@ -330,3 +330,26 @@ async def test_ordered_workers_across_rebalances(cluster: EmbeddedCluster, strat
     for part, offsets in history.items():
         assert offsets == list(range(ends[part])), f"partition {part}: out of order or duplicated"
     assert sum(ends.values()) == total
+
+
+async def test_pattern_subscription_rejoins_when_a_matching_topic_appears(cluster: EmbeddedCluster) -> None:
+    cluster.create_topic("p-1", 2)
+    consumer = Consumer(
+        cluster.bootstrap,
+        pattern=r"p-.*",
+        group_id="gp",
+        metadata_max_age_ms=200,
+        session_timeout_ms=6000,
+        heartbeat_interval_ms=200,
+        partition_assignment_strategy=["cooperative-sticky"],
+    )
+    async with consumer:
+        poller = asyncio.create_task(consumer.getmany(timeout_ms=30_000))
+        try:
+            await eventually(lambda: consumer.assignment() == {TP("p-1", 0), TP("p-1", 1)})
+            cluster.create_topic("p-2", 1)
+            await eventually(lambda: TP("p-2", 0) in consumer.assignment(), what="new topic assigned")
+        finally:
+            poller.cancel()
+            with contextlib.suppress(BaseException):
+                await poller

@@ -297,3 +297,28 @@ async def test_close_is_idempotent_and_poll_after_close_fails(cluster: EmbeddedC
     with pytest.raises(ClosedError):
         await a.gc.poll()
     await a.close()
+
+
+async def test_manual_assignment_uses_the_group_for_offsets_only(cluster: EmbeddedCluster) -> None:
+    a = Member(cluster, "a")
+    a.sub.unsubscribe()
+    a.sub.assign_manually([TP("t", 0), TP("t", 1)])
+    await a.start(poll=False)
+    await a.gc.poll()
+    await a.gc.commit({TP("t", 0): 12})
+    assert (await a.gc.fetch_committed([TP("t", 0)]))[TP("t", 0)] == OffsetAndMetadata(12, "", None)
+    assert a.gc.membership.member_id == "" and a.gc.state is MemberState.UNJOINED  # never joined
+    assert a.listener.events == []
+    await a.close()
+
+
+async def test_leader_rejoins_when_partitions_are_added(cluster: EmbeddedCluster) -> None:
+    a = await Member(cluster, "a", **COOP).start()
+    await eventually(lambda: balanced([a], ALL))
+    assert a.gc.membership.is_leader
+    cluster.state.add_partitions("t", 14)
+    cluster.state.changed()
+    await a.gc._net.refresh_metadata(["t"])  # type: ignore[attr-defined]  # (periodic in real life)
+    more = ALL | {TP("t", 12), TP("t", 13)}
+    await eventually(lambda: balanced([a], more), what="new partitions assigned")
+    await a.close()

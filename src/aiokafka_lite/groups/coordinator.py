@@ -527,7 +527,11 @@ class GroupCoordinator:
             if m.coordinator is None:
                 return m.sync_failed(action.attempt, KafkaConnectionError("coordinator unknown"), self._now())
             try:
-                resp = await self._io(self._net.send(action.request, node_id=m.coordinator))
+                resp = await self._io(
+                    self._net.send(
+                        action.request, node_id=m.coordinator, timeout_ms=action.timeout_ms or None
+                    )
+                )
             except asyncio.CancelledError:
                 if self._interrupted_by_close():
                     return []
@@ -669,7 +673,7 @@ class GroupCoordinator:
                 continue
             node = m.coordinator
             try:
-                resp = await self._net.send(req, node_id=node)
+                resp = await self._net.send(req, node_id=node, timeout_ms=self._heartbeat_timeout_ms())
             except asyncio.CancelledError:
                 raise
             except KafkaError as exc:
@@ -681,6 +685,13 @@ class GroupCoordinator:
             m.heartbeat_response(req, resp.error_code, self._now())
             if (m.rejoin_needed, m.coordinator, m.generation) != before or m.fatal is not None:
                 self._wake.set()
+
+    def _heartbeat_timeout_ms(self) -> float:
+        """A heartbeat unanswered for a whole session is as good as lost (the broker has
+        expired us by then): do not wait the full request timeout if that is longer."""
+        request_timeout = getattr(getattr(self._net, "config", None), "request_timeout_ms", None)
+        session = float(self._settings.session_timeout_ms)
+        return min(session, float(request_timeout)) if isinstance(request_timeout, int | float) else session
 
     # ------------------------------------------------------------------ offsets
     async def _coordinator_node(self, deadline: float) -> int:

@@ -253,8 +253,12 @@ class ComputeAssignment:
 
 @dataclass(frozen=True, slots=True)
 class SendSyncGroup:
+    """Followers' SyncGroup is parked until the leader's arrives: like JoinGroup, it may
+    take up to the rebalance timeout (``timeout_ms``)."""
+
     attempt: int
     request: SyncGroupRequest
+    timeout_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -375,6 +379,10 @@ class Membership:
         return self._attempt
 
     @property
+    def join_timeout_ms(self) -> int:
+        return self.settings.effective_rebalance_timeout_ms + JOIN_TIMEOUT_LAPSE_MS
+
+    @property
     def in_group(self) -> bool:
         """Has a member id or generation the broker may still know."""
         return bool(self.member_id) or self.generation >= 0
@@ -482,8 +490,7 @@ class Membership:
                     acts += self._give_up(gone, lost=False)
                 if self.settings.enable_auto_commit and self.owned:
                     acts.append(CommitOffsets(frozenset(self.owned)))
-        timeout = max(self.settings.effective_rebalance_timeout_ms + JOIN_TIMEOUT_LAPSE_MS, 0)
-        acts.append(SendJoinGroup(self._attempt, timeout))
+        acts.append(SendJoinGroup(self._attempt, self.join_timeout_ms))
         return acts
 
     def _give_up(self, tps: Iterable[TopicPartition], *, lost: bool) -> list[Action]:
@@ -640,7 +647,7 @@ class Membership:
                 for m, a in assignments.items()
             ],
         )
-        return [SendSyncGroup(attempt, req)]
+        return [SendSyncGroup(attempt, req, self.join_timeout_ms)]
 
     # ------------------------------------------------------------------ SyncGroup
     def sync_response(self, attempt: int, resp: SyncGroupResponse, now: float) -> list[Action]:
