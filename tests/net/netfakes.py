@@ -81,7 +81,9 @@ class MemoryTransport(asyncio.Transport):
         if not self.closed:
             self.closed = True
             self.broker.transports.discard(self)
-            asyncio.get_running_loop().call_soon(self.protocol.connection_lost, ConnectionResetError("reset by fake"))
+            asyncio.get_running_loop().call_soon(
+                self.protocol.connection_lost, ConnectionResetError("reset by fake")
+            )
 
     def is_closing(self) -> bool:
         return self.closed
@@ -102,13 +104,19 @@ class FakeBroker:
         self.requests: Counter[int] = Counter()
         self.log: list[RequestFrame] = []
         self.handlers: dict[int, Handler] = {}
-        self.api_versions: dict[int, tuple[int, int]] = {k: (c.MIN_VERSION, c.MAX_VERSION) for k, c in REQUESTS.items()}
+        self.api_versions: dict[int, tuple[int, int]] = {
+            k: (c.MIN_VERSION, c.MAX_VERSION) for k, c in REQUESTS.items()
+        }
 
     def on_frame(self, transport: MemoryTransport, frame: bytes) -> None:
         req = decode_request(frame)
         self.requests[req.api_key] += 1
         self.log.append(req)
-        handler = self.handlers.get(req.api_key) or self.cluster.handlers.get(req.api_key) or _DEFAULT.get(req.api_key)
+        handler = (
+            self.handlers.get(req.api_key)
+            or self.cluster.handlers.get(req.api_key)
+            or _DEFAULT.get(req.api_key)
+        )
         if handler is None:
             raise AssertionError(f"fake broker has no handler for api key {req.api_key}")
         resp = handler(self, req)
@@ -151,10 +159,7 @@ class FakeCluster:
     def add_topic(self, name: str, partitions: int, leader: Callable[[int], int] | None = None) -> FakeTopic:
         ids = sorted(self.brokers)
         topic = FakeTopic(
-            {
-                p: FakePartition(leader(p) if leader else ids[p % len(ids)], 0, ids)
-                for p in range(partitions)
-            }
+            {p: FakePartition(leader(p) if leader else ids[p % len(ids)], 0, ids) for p in range(partitions)}
         )
         self.topics[name] = topic
         return topic
@@ -241,7 +246,11 @@ def _find_coordinator(broker: FakeBroker, req: RequestFrame) -> Response:
         out = []
         for key in body.coordinator_keys:
             node = cluster.brokers[cluster.coordinator_for(key)]
-            out.append(FindCoordinatorResponse.Coordinator(key=key, node_id=node.node_id, host=node.host, port=node.port))
+            out.append(
+                FindCoordinatorResponse.Coordinator(
+                    key=key, node_id=node.node_id, host=node.host, port=node.port
+                )
+            )
         return FindCoordinatorResponse(coordinators=out)
     node = cluster.brokers[cluster.coordinator_for(body.key)]
     return FindCoordinatorResponse(node_id=node.node_id, host=node.host, port=node.port)

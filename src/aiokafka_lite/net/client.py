@@ -469,9 +469,17 @@ class Client:
                 if loop.time() + delay >= deadline:
                     raise
                 log.debug("%s failed (attempt %d), retrying in %.0f ms: %s", what, attempt, delay * 1000, exc)
-                if getattr(exc, "invalidates_metadata", False) or isinstance(exc, E.KafkaConnectionError):
-                    self.request_metadata_refresh()
                 await asyncio.sleep(delay)
+                if getattr(exc, "invalidates_metadata", False):
+                    # Refresh before the next attempt, so it goes where the data now lives.
+                    try:
+                        async with asyncio.timeout(max(deadline - loop.time(), 0.001)):
+                            await self.refresh_metadata()
+                    except (TimeoutError, E.KafkaError) as refresh_exc:
+                        if isinstance(refresh_exc, E.KafkaError) and not refresh_exc.retriable:
+                            raise
+                elif isinstance(exc, E.KafkaConnectionError):
+                    self.request_metadata_refresh()
 
     # ------------------------------------------------------------------ metadata
 
@@ -586,8 +594,14 @@ class Client:
                 if (broker.host, broker.port) == (seed.host, seed.port) and target.conn is None:
                     seed.conn = None
                     conn.node_id = broker.node_id
+                    if target.stats.requests == 0:  # carry the handshake's counters over
+                        target.stats, seed.stats = (
+                            seed.stats,
+                            BrokerStats(self.config.metrics_latency_samples),
+                        )
+                    else:
+                        target.stats.connects += 1
                     conn.stats = target.stats
-                    target.stats.connects += 1
                     target.conn = conn
                     target.api_versions = conn.api_versions
                     break
@@ -753,6 +767,19 @@ class Client:
         self._coordinators.pop((CoordinatorType(key_type), key), None)
 
     async def _lookup_coordinators(self, key_type: CoordinatorType, timeout_s: float) -> None:
+        try:
+            await self._lookup_coordinators_loop(key_type, timeout_s)
+        except BaseException as exc:
+            # Never leave a caller waiting on a lookup that died (cancelled by close(), or a bug).
+            err = exc if isinstance(exc, Exception) else E.ClosedError("client closed")
+            for (kt, k), fut in list(self._coord_pending.items()):
+                if kt == key_type and not fut.done():
+                    del self._coord_pending[(kt, k)]
+                    fut.set_exception(err)
+                    fut.exception()
+            raise
+
+    async def _lookup_coordinators_loop(self, key_type: CoordinatorType, timeout_s: float) -> None:
         loop = asyncio.get_running_loop()
         await asyncio.sleep(0)  # let concurrent callers join this batch
         attempt = 0

@@ -364,7 +364,7 @@ class BrokerConnection(asyncio.Protocol):
         except TimeoutError as e:
             if isinstance(e, E.KafkaError):
                 raise
-            if entry is not None and not entry.waiter.done():
+            if entry is not None and (entry.waiter.cancelled() or not entry.waiter.done()):
                 # Written but unanswered: the broker is stuck or the network is gone.
                 err = E.KafkaTimeoutError(
                     f"{api_name(request.API_KEY)} to node {self.node_id} got no response within {timeout_s * 1000:.0f} ms"

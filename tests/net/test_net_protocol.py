@@ -1,0 +1,132 @@
+"""Sans-I/O ConnectionProtocol: framing, correlation, ordering, ApiVersions fallback."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from aiokafka_lite.errors import CorruptFrameError
+from aiokafka_lite.net.protocol import ConnectionProtocol
+from aiokafka_lite.wire.framing import FrameTooLargeError, decode_request, encode_response
+from aiokafka_lite.wire.messages import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    MetadataRequest,
+    MetadataResponse,
+    ProduceRequest,
+)
+
+
+def _answer(frame: bytes, resp: object, version: int | None = None) -> bytes:
+    req = decode_request(frame[4:])
+    return encode_response(resp, req.api_version if version is None else version, req.correlation_id)  # type: ignore[arg-type]
+
+
+def test_correlation_ids_increase_and_responses_match_in_order() -> None:
+    proto = ConnectionProtocol("cid")
+    frames = []
+    for i in range(5):
+        entry, frame = proto.send(FindCoordinatorRequest(key=f"k{i}"), 3)
+        assert entry is not None and entry.correlation_id == i
+        frames.append(frame)
+    assert proto.in_flight == 5
+    data = b"".join(_answer(f, FindCoordinatorResponse(host=f"h{i}")) for i, f in enumerate(frames))
+    out, err = proto.receive(data)
+    assert err is None
+    assert [(e.correlation_id, r.host) for e, r, _ in out] == [(i, f"h{i}") for i in range(5)]  # type: ignore[attr-defined]
+    assert proto.in_flight == 0
+    assert proto.bytes_received == len(data)
+
+
+def test_byte_by_byte_delivery() -> None:
+    proto = ConnectionProtocol()
+    _, frame = proto.send(MetadataRequest(topics=None), 12)
+    data = _answer(frame, MetadataResponse(cluster_id="c", controller_id=2))
+    got = []
+    for i in range(len(data)):
+        out, err = proto.receive(data[i : i + 1])
+        assert err is None
+        got.extend(out)
+    assert len(got) == 1
+    assert got[0][1].controller_id == 2  # type: ignore[attr-defined]
+    assert got[0][2] == len(data)
+
+
+def test_requests_without_response_are_not_tracked() -> None:
+    proto = ConnectionProtocol()
+    entry, frame = proto.send(ProduceRequest(acks=0), 9, expect_response=False)
+    assert entry is None and proto.in_flight == 0
+    assert decode_request(frame[4:]).body.acks == 0  # type: ignore[attr-defined]
+    # The next tracked request still matches its response even though corr id 0 got none.
+    entry2, frame2 = proto.send(FindCoordinatorRequest(key="x"), 3)
+    assert entry2 is not None and entry2.correlation_id == 1
+    out, err = proto.receive(_answer(frame2, FindCoordinatorResponse(node_id=7)))
+    assert err is None and out[0][1].node_id == 7  # type: ignore[attr-defined]
+
+
+def test_correlation_mismatch_is_corrupt() -> None:
+    proto = ConnectionProtocol()
+    _, _f0 = proto.send(FindCoordinatorRequest(key="a"), 3)
+    _, f1 = proto.send(FindCoordinatorRequest(key="b"), 3)
+    out, err = proto.receive(_answer(f1, FindCoordinatorResponse()))  # answer to the second first
+    assert out == []
+    assert isinstance(err, CorruptFrameError) and "correlation id mismatch" in str(err)
+    assert proto.in_flight == 2
+
+
+def test_good_responses_before_a_corrupt_one_are_delivered() -> None:
+    proto = ConnectionProtocol()
+    _, f0 = proto.send(FindCoordinatorRequest(key="a"), 3)
+    _, _f1 = proto.send(FindCoordinatorRequest(key="b"), 3)
+    good = _answer(f0, FindCoordinatorResponse(node_id=1))
+    garbage = struct.pack(">ii", 4, 1)  # a frame with correlation id 1 and no body
+    out, err = proto.receive(good + garbage)
+    assert [r.node_id for _, r, _ in out] == [1]  # type: ignore[attr-defined]
+    assert isinstance(err, CorruptFrameError)
+    assert [e.correlation_id for e in proto.pending()] == [1]
+
+
+def test_unsolicited_response_is_corrupt() -> None:
+    proto = ConnectionProtocol()
+    out, err = proto.receive(struct.pack(">ii", 4, 0))
+    assert out == [] and isinstance(err, CorruptFrameError)
+
+
+def test_oversized_response_refused_before_allocation() -> None:
+    proto = ConnectionProtocol(max_response_size=1024)
+    proto.send(FindCoordinatorRequest(key="a"), 3)
+    _out, err = proto.receive(struct.pack(">i", 2**31 - 1))  # claims 2 GiB, we only sent 4 bytes
+    assert isinstance(err, FrameTooLargeError) and err.size == 2**31 - 1
+
+
+def test_api_versions_v0_fallback_decoding() -> None:
+    proto = ConnectionProtocol()
+    _, frame = proto.send(ApiVersionsRequest(client_software_name="x", client_software_version="1"), 4)
+    # A broker that only knows ApiVersions v0-2 answers UNSUPPORTED_VERSION in v0 format.
+    resp = ApiVersionsResponse(
+        error_code=35, api_keys=[ApiVersionsResponse.ApiVersion(api_key=18, min_version=0, max_version=2)]
+    )
+    out, err = proto.receive(_answer(frame, resp, version=0))
+    assert err is None
+    decoded = out[0][1]
+    assert isinstance(decoded, ApiVersionsResponse)
+    assert decoded.error_code == 35 and decoded.api_keys[0].max_version == 2
+
+
+def test_correlation_id_wraps() -> None:
+    proto = ConnectionProtocol()
+    proto._next_id = 2**31 - 1
+    e1, _ = proto.send(FindCoordinatorRequest(key="a"), 3)
+    e2, _ = proto.send(FindCoordinatorRequest(key="b"), 3)
+    assert e1 is not None and e2 is not None
+    assert (e1.correlation_id, e2.correlation_id) == (2**31 - 1, 0)
+
+
+@pytest.mark.parametrize("client_id", [None, "", "x" * 300])
+def test_client_id_in_header(client_id: str | None) -> None:
+    proto = ConnectionProtocol(client_id)
+    _, frame = proto.send(FindCoordinatorRequest(key="a"), 3)
+    assert decode_request(frame[4:]).header.client_id == client_id
