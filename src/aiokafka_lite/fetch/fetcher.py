@@ -228,7 +228,11 @@ class Fetcher:
             needed: set[int] = set()
             unknown_leader = False
             for tp, st in self._sub.states().items():
-                if st.paused or st.position is None:
+                if st.position is None or st.awaiting_validation:
+                    if tp not in self.position_errors:
+                        self._resolve_event.set()  # retried each tick (e.g. leader was unknown)
+                    continue
+                if st.paused:
                     continue
                 node = self._fetch_node(tp, cluster, now)
                 if node is None:
@@ -670,6 +674,11 @@ class Fetcher:
                 )
                 self.data_ready.set()
                 continue
+            if self._client.cluster.leader_for(tp) is None:
+                # Unknown topic or no leader yet: do not hold up the others; the
+                # manager retries every tick.
+                self._client.request_metadata_refresh()
+                continue
             lookups[tp] = EARLIEST if strategy == "earliest" else LATEST
         if not lookups:
             return
@@ -698,14 +707,16 @@ class Fetcher:
                 sub.complete_validation(tp)
                 continue
             leader = cluster.leader_for(tp)
-            if leader is not None:
-                try:
-                    version = await self._client.negotiated_version(leader, OFFSET_FOR_LEADER_EPOCH_KEY)
-                except E.UnsupportedVersionError:
-                    version = -1
-                if version < 3:
-                    sub.complete_validation(tp)  # broker too old for consumer validation
-                    continue
+            if leader is None:
+                self._client.request_metadata_refresh()
+                continue
+            try:
+                version = await self._client.negotiated_version(leader, OFFSET_FOR_LEADER_EPOCH_KEY)
+            except E.UnsupportedVersionError:
+                version = -1
+            if version < 3:
+                sub.complete_validation(tp)  # broker too old for consumer validation
+                continue
             epochs[tp] = (cluster.leader_epoch(tp), st.position_epoch)
             snapshot[tp] = st.position
         if not epochs:
