@@ -1,0 +1,373 @@
+"""The Kafka side of the Spark data source: planning on the driver, reading and writing in tasks.
+
+No Spark here (testable without it). Spark calls are synchronous, so every entry point
+runs its own event loop (``asyncio.run`` / ``asyncio.Runner``) around our async client
+and closes everything before it returns: nothing is left running in a Spark worker.
+
+* :func:`plan_batch` resolves a batch query's offset ranges (metadata + ListOffsets).
+* :func:`latest_offsets` / :func:`earliest_offsets` / :func:`initial_offsets` serve the
+  streaming reader.
+* :func:`read_range` yields exactly the records of one :class:`OffsetRange`, chunk by
+  chunk, with a consumer on manual assignment (no group).
+* :func:`write_rows` produces rows with one idempotent producer and flushes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import logging
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiokafka_lite import errors as E
+from aiokafka_lite.fetch import Consumer, Record
+from aiokafka_lite.fetch.offsets import list_offsets
+from aiokafka_lite.net import Client
+from aiokafka_lite.produce import Producer, RecordFuture
+from aiokafka_lite.structs import TopicPartition
+
+from .offsets import EARLIEST, LATEST, OffsetRange, OffsetSpec, plan_ranges, split_ranges
+from .options import KafkaSettings, SinkOptions, SourceOptions, Subscription
+
+__all__ = [
+    "SCHEMA_DDL",
+    "WriteResult",
+    "earliest_offsets",
+    "initial_offsets",
+    "latest_offsets",
+    "merge_results",
+    "plan_batch",
+    "read_range",
+    "write_rows",
+]
+
+log = logging.getLogger("aiokafka_lite.spark")
+
+#: The schema of Spark's built-in Kafka source (with its optional headers column always present).
+SCHEMA_DDL = (
+    "key BINARY, value BINARY, topic STRING, partition INT, offset BIGINT, timestamp TIMESTAMP, "
+    "timestampType INT, headers ARRAY<STRUCT<key: STRING, value: BINARY>>"
+)
+
+# getmany() slice: short, so position changes without records (transaction markers,
+# compacted tails) are noticed at once; the no-progress limit is pollTimeoutMs.
+_POLL_SLICE_MS = 200
+
+
+# --------------------------------------------------------------------------------------
+# Driver side
+
+
+def _driver_client(kafka: KafkaSettings) -> Client:
+    kwargs = kafka.client_kwargs()
+    # Reading must not create topics as a side effect of looking them up.
+    kwargs.setdefault("allow_auto_topic_creation", False)
+    return Client(kafka.bootstrap, **kwargs)
+
+
+async def _partitions(
+    client: Client, sub: Subscription, timeout_ms: float, *, must_exist: bool
+) -> list[TopicPartition]:
+    """Partitions currently matching the subscription, sorted.
+
+    ``must_exist`` (batch): a named topic or assigned partition that does not exist is
+    an ``UnknownTopicOrPartitionError``; streaming skips it until it appears.
+    """
+    async with asyncio.timeout(timeout_ms / 1000):
+        if sub.pattern is not None:
+            cluster = await client.refresh_metadata(all_topics=True)
+            names = [t for t, info in cluster.topics.items() if not info.is_internal and sub.matches(t)]
+        else:
+            names = sorted({tp.topic for tp in sub.partitions} if sub.partitions else set(sub.topics))
+            cluster = await client.refresh_metadata(names)
+    out: list[TopicPartition] = []
+    for name in sorted(names):
+        info = cluster.topics.get(name)
+        code = cluster.topic_errors.get(name, 0)
+        if code and code != E.UnknownTopicOrPartitionError.code:
+            raise E.error_for(code, f"topic {name!r}")
+        if info is None or not info.partitions:
+            if must_exist:
+                raise E.UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+            continue
+        if sub.partitions:
+            for tp in sub.partitions:
+                if tp.topic != name:
+                    continue
+                if tp.partition in info.partitions:
+                    out.append(tp)
+                elif must_exist:
+                    raise E.UnknownTopicOrPartitionError(
+                        f"assign: topic {name!r} has no partition {tp.partition} "
+                        f"(it has {len(info.partitions)})"
+                    )
+        else:
+            out.extend(TopicPartition(name, p) for p in sorted(info.partitions))
+    return out
+
+
+async def _resolve(
+    client: Client,
+    spec: OffsetSpec,
+    tps: Iterable[TopicPartition],
+    *,
+    isolation_level: int,
+    timeout_ms: float,
+    what: str,
+) -> dict[TopicPartition, int]:
+    """Concrete offsets for ``tps`` per ``spec``: ListOffsets for sentinels and timestamps."""
+    fixed: dict[TopicPartition, int] = {}
+    queries: dict[TopicPartition, int] = {}
+    by_time: set[TopicPartition] = set()
+    for tp in tps:
+        is_ts, value = spec.query(tp)
+        if is_ts:
+            by_time.add(tp)
+            queries[tp] = value
+        elif value in (EARLIEST, LATEST):
+            queries[tp] = value
+        else:
+            fixed[tp] = value
+    found = await list_offsets(client, queries, isolation_level=isolation_level, timeout_ms=timeout_ms)
+    missing: list[TopicPartition] = []
+    for tp in queries:
+        hit = found.get(tp)
+        if hit is not None:
+            fixed[tp] = hit.offset
+        elif tp in by_time:
+            missing.append(tp)
+        else:
+            raise E.KafkaError(f"ListOffsets returned no offset for {tp.topic}-{tp.partition}")
+    if missing:
+        if spec.timestamp_fallback != "latest":
+            names = ", ".join(f"{tp.topic}-{tp.partition}" for tp in missing[:5])
+            raise E.OffsetOutOfRangeError(
+                f"{what}: no record at or after the requested timestamp in {names} "
+                f"(set {what}OffsetsByTimestampStrategy=latest to start from the end instead)"
+            )
+        ends = await list_offsets(
+            client, dict.fromkeys(missing, LATEST), isolation_level=isolation_level, timeout_ms=timeout_ms
+        )
+        for tp in missing:
+            end = ends.get(tp)
+            fixed[tp] = end.offset if end is not None else 0
+    return fixed
+
+
+def _check_named(spec: OffsetSpec, tps: list[TopicPartition], what: str) -> None:
+    unknown = spec.named_partitions() - set(tps)
+    if unknown:
+        names = ", ".join(f"{tp.topic}-{tp.partition}" for tp in sorted(unknown)[:5])
+        raise E.ConfigError(f"{what} names partitions outside the subscription: {names}")
+
+
+async def _plan_batch(opts: SourceOptions) -> list[OffsetRange]:
+    assert opts.ending is not None
+    iso = 1 if opts.read_committed else 0
+    async with _driver_client(opts.kafka) as client:
+        tps = await _partitions(client, opts.subscription, opts.timeout_ms, must_exist=True)
+        _check_named(opts.starting, tps, "startingOffsets")
+        _check_named(opts.ending, tps, "endingOffsets")
+        start = await _resolve(
+            client, opts.starting, tps, isolation_level=iso, timeout_ms=opts.timeout_ms, what="starting"
+        )
+        end = await _resolve(
+            client, opts.ending, tps, isolation_level=iso, timeout_ms=opts.timeout_ms, what="ending"
+        )
+    ranges = plan_ranges(start, end)
+    return split_ranges(
+        ranges, max_records=opts.max_records_per_partition, min_partitions=opts.min_partitions
+    )
+
+
+def plan_batch(opts: SourceOptions) -> list[OffsetRange]:
+    """Offset ranges of a batch query (split per maxRecordsPerPartition/minPartitions)."""
+    return asyncio.run(_plan_batch(opts))
+
+
+async def _initial(opts: SourceOptions) -> dict[TopicPartition, int]:
+    iso = 1 if opts.read_committed else 0
+    async with _driver_client(opts.kafka) as client:
+        tps = await _partitions(client, opts.subscription, opts.timeout_ms, must_exist=False)
+        _check_named(opts.starting, tps, "startingOffsets")
+        return await _resolve(
+            client, opts.starting, tps, isolation_level=iso, timeout_ms=opts.timeout_ms, what="starting"
+        )
+
+
+def initial_offsets(opts: SourceOptions) -> dict[TopicPartition, int]:
+    """Streaming: where a new query starts, for every partition matching now."""
+    return asyncio.run(_initial(opts))
+
+
+async def _edge(
+    opts: SourceOptions, which: int, only: Iterable[TopicPartition] | None
+) -> dict[TopicPartition, int]:
+    iso = 1 if opts.read_committed else 0
+    async with _driver_client(opts.kafka) as client:
+        if only is None:
+            tps = await _partitions(client, opts.subscription, opts.timeout_ms, must_exist=False)
+        else:
+            tps = list(only)
+        if not tps:
+            return {}
+        found = await list_offsets(
+            client, dict.fromkeys(tps, which), isolation_level=iso, timeout_ms=opts.timeout_ms
+        )
+    return {tp: hit.offset for tp, hit in found.items() if hit is not None}
+
+
+def latest_offsets(opts: SourceOptions) -> dict[TopicPartition, int]:
+    """Streaming: end offsets (high watermark, or LSO with read_committed) of every matching partition."""
+    return asyncio.run(_edge(opts, LATEST, None))
+
+
+def earliest_offsets(opts: SourceOptions, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+    """Streaming: log start offsets of ``tps`` (for partitions that appeared after the query started)."""
+    return asyncio.run(_edge(opts, EARLIEST, list(tps)))
+
+
+# --------------------------------------------------------------------------------------
+# Task side: reading
+
+
+def _consumer(opts: SourceOptions) -> Consumer:
+    kwargs: dict[str, Any] = {**opts.kafka.client_kwargs(), **opts.consumer}
+    kwargs["auto_offset_reset"] = "none" if opts.fail_on_data_loss else "earliest"
+    kwargs.setdefault("allow_auto_topic_creation", False)
+    kwargs.setdefault("max_poll_records", 10000)
+    return Consumer(opts.kafka.bootstrap, **kwargs)
+
+
+def read_range(opts: SourceOptions, r: OffsetRange) -> Iterator[list[Record]]:
+    """Yield the records of ``r`` (offsets ``start <= o < end``) in offset order, in chunks.
+
+    A consumer with manual assignment (no group) starts at ``r.start`` and stops at
+    ``r.end``; running it again yields the same records. Its event loop only runs while
+    this generator is advanced, and the consumer and loop are closed when it finishes
+    (or is closed). Errors: ``OffsetOutOfRangeError`` when records of the range were
+    deleted (with ``failOnDataLoss=false`` the consumer skips to the earliest offset
+    instead), ``KafkaTimeoutError`` when no progress is made for ``pollTimeoutMs``.
+    """
+    if r.end <= r.start:
+        return
+    tp = r.tp
+    with asyncio.Runner() as runner:
+        consumer = _consumer(opts)
+        consumer.assign([tp])
+        consumer.seek(tp, r.start)
+        try:
+            runner.run(consumer.start())
+            pos = r.start
+            deadline = runner.get_loop().time() + opts.poll_timeout_ms / 1000
+            while pos < r.end:
+                try:
+                    got = runner.run(consumer.getmany(tp, timeout_ms=_POLL_SLICE_MS))
+                except E.OffsetOutOfRangeError as exc:
+                    raise E.OffsetOutOfRangeError(
+                        f"{tp.topic}-{tp.partition}: offsets {pos}..{r.end - 1} are no longer available "
+                        f"({exc.message}); records were deleted or the topic was recreated. "
+                        "Set failOnDataLoss=false to skip missing records."
+                    ) from exc
+                recs = got.get(tp)
+                new_pos = runner.run(consumer.position(tp))
+                loop_now = runner.get_loop().time()
+                if recs:
+                    if recs[0].offset < r.start:
+                        recs = [rec for rec in recs if rec.offset >= r.start]
+                    if recs and recs[-1].offset >= r.end:
+                        recs = recs[: bisect.bisect_left(recs, r.end, key=lambda rec: rec.offset)]
+                    if recs:
+                        yield recs
+                if new_pos != pos or recs:
+                    deadline = loop_now + opts.poll_timeout_ms / 1000
+                elif loop_now >= deadline:
+                    raise E.KafkaTimeoutError(
+                        f"{tp.topic}-{tp.partition}: no progress at offset {pos} for "
+                        f"{opts.poll_timeout_ms} ms while reading up to {r.end} (kafkaConsumer.pollTimeoutMs)"
+                    )
+                pos = new_pos
+        finally:
+            runner.run(consumer.close())
+
+
+# --------------------------------------------------------------------------------------
+# Task side: writing
+
+
+@dataclass
+class WriteResult:
+    """What one write task delivered: records per (topic, partition)."""
+
+    counts: dict[tuple[str, int], int] = field(default_factory=dict)
+
+    @property
+    def records(self) -> int:
+        return sum(self.counts.values())
+
+    def merge(self, other: WriteResult) -> None:
+        for key, n in other.counts.items():
+            self.counts[key] = self.counts.get(key, 0) + n
+
+
+#: One row to produce: (topic, value, key, partition, headers).
+OutRow = tuple[str, bytes | None, bytes | None, int | None, list[tuple[str, bytes | None]] | None]
+
+
+async def _write(sink: SinkOptions, rows: Iterator[OutRow]) -> WriteResult:
+    result = WriteResult()
+    counts = result.counts
+    errors: list[BaseException] = []
+
+    def done(fut: RecordFuture) -> None:
+        exc = fut.exception()
+        if exc is not None:
+            if not errors:
+                errors.append(exc)
+            return
+        md = fut.result()
+        key = (md.topic, md.partition)
+        counts[key] = counts.get(key, 0) + 1
+
+    kwargs: dict[str, Any] = {**sink.kafka.client_kwargs(), **sink.producer}
+    producer = Producer(sink.kafka.bootstrap, **kwargs)
+    await producer.start()
+    try:
+        n = 0
+        for topic, value, key, partition, headers in rows:
+            fut = await producer.enqueue(topic, value, key, partition=partition, headers=headers)
+            fut.add_done_callback(done)
+            n += 1
+            if n & 1023 == 0:
+                if errors:
+                    break
+                await asyncio.sleep(0)  # let the sender run while Spark feeds rows
+        if not errors:
+            await producer.flush()
+    except BaseException:
+        await producer.abort()
+        raise
+    if errors:
+        await producer.abort()
+        raise errors[0]
+    await producer.close()
+    return result
+
+
+def write_rows(sink: SinkOptions, rows: Iterable[OutRow]) -> WriteResult:
+    """Produce ``rows`` with one idempotent producer; returns once all are acknowledged.
+
+    Raises the first delivery error (the rest of the task's rows are not sent): a Spark
+    task failure then carries the Kafka error.
+    """
+    return asyncio.run(_write(sink, iter(rows)))
+
+
+def merge_results(results: Iterable[WriteResult | None]) -> WriteResult:
+    total = WriteResult()
+    for r in results:
+        if r is not None:
+            total.merge(r)
+    return total
