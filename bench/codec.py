@@ -27,14 +27,14 @@ from aiokafka_lite.wire.records import decode_batches as lite_decode_batches
 Workload = list[tuple[int, bytes, bytes, list[tuple[str, bytes]]]]
 
 
-def make_workload(n: int) -> Workload:
+def make_workload(n: int, unique_headers: bool = False) -> Workload:
     base_ts = 1_700_000_000_000
     return [
         (
             base_ts + i,
             b"key-%06d" % i,
             (b"value-%08d-" % i).ljust(100, b"x"),
-            [("trace-id", b"abcdef0123456789")],
+            [("trace-id", b"%016x" % (i * 0x9E3779B1) if unique_headers else b"abcdef0123456789")],
         )
         for i in range(n)
     ]
@@ -161,9 +161,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--records", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument(
+        "--unique-headers",
+        action="store_true",
+        help="a different header value per record (defeats value sharing)",
+    )
     args = parser.parse_args()
     n, repeat = args.records, args.repeat
-    work = make_workload(n)
+    work = make_workload(n, args.unique_headers)
     ak = aiokafka_impls()
 
     rows: list[tuple[str, str, str, float]] = []
@@ -186,7 +191,8 @@ def main() -> None:
             times = interleaved_best(fns, repeat)
             rows.extend((name, op, impl[0], n / t) for impl, t in zip(impls, times, strict=True))
 
-    print(f"\n{n} records/batch, 10 B keys, 100 B values, 1 header; best of {repeat}\n")
+    headers = "unique" if args.unique_headers else "repeated"
+    print(f"\n{n} records/batch, 10 B keys, 100 B values, 1 header ({headers} value); best of {repeat}\n")
     print(f"{'codec':<6} {'op':<7} {'implementation':<28} {'records/s':>14} {'vs aiokafka C':>14}")
     print("-" * 73)
     for codec_name, op, label, rate in rows:
