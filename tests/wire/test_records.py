@@ -455,3 +455,22 @@ def test_validate_records(backend: Backend, codec: Compression) -> None:
 
 def compress_if(codec: Compression, data: bytes) -> bytes:
     return compression_mod.compress(codec, data) if codec else data
+
+
+def test_iter_batches_delivers_good_batches_before_the_corrupt_one() -> None:
+    from aiokafka_lite.wire.records import iter_batches
+
+    good = encode_batch([(0, b"k", b"v", ())], base_offset=0)
+    bad = bytearray(encode_batch([(0, b"k", b"v", ())], base_offset=1))
+    bad[-1] ^= 1
+    it = iter_batches(good + bytes(bad) + good)
+    assert next(it).base_offset == 0
+    with pytest.raises(CorruptRecordError, match="CRC mismatch in batch at byte 70"):
+        next(it)
+    framing = good + b"\x00" * 8 + b"\xff\xff\xff\xfe" + b"\x00" * 60
+    it = iter_batches(framing)
+    assert next(it).base_offset == 0
+    with pytest.raises(CorruptRecordError, match="negative length"):
+        next(it)
+    assert scan_batches(framing[: len(good) + 10]) == ([(0, len(good), 2)], len(good))
+    assert scan_batches(good[:30]) == ([], 0)

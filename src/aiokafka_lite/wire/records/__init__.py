@@ -13,6 +13,7 @@ from ._control import build_control_batch, control_record_key, parse_control_rec
 from ._frames import (
     AnyBatch,
     decode_batches,
+    iter_batches,
     read_batch_headers,
     scan_batches,
     set_base_offset,
@@ -43,6 +44,7 @@ __all__ = [
     "control_record_key",
     "decode_batches",
     "encode_batch",
+    "iter_batches",
     "parse_control_record",
     "read_batch_headers",
     "scan_batches",

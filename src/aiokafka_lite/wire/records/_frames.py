@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from typing import Final
 
 from crc32c import crc32c
@@ -39,17 +40,10 @@ def _as_view(data: Buffer) -> memoryview:
     return view
 
 
-def scan_batches(data: Buffer, *, allow_partial_tail: bool = True) -> tuple[list[tuple[int, int, int]], int]:
-    """Frame ``data`` into ``(position, end, magic)`` triples without parsing headers.
-
-    Returns the frames and the number of bytes consumed. A trailing incomplete batch
-    (normal in fetch responses cut at max bytes) is left unconsumed unless
-    ``allow_partial_tail`` is false, in which case it is a ``CorruptRecordError``.
-    """
-    view = _as_view(data)
+def _iter_frames(view: memoryview, allow_partial_tail: bool) -> Iterator[tuple[int, int, int]]:
+    """Yield ``(position, end, magic)`` per complete batch, checking only the framing."""
     n = len(view)
     pos = 0
-    frames: list[tuple[int, int, int]] = []
     while n - pos >= LOG_OVERHEAD:
         (length,) = _I32.unpack_from(view, pos + 8)
         if length < 0:
@@ -70,11 +64,52 @@ def scan_batches(data: Buffer, *, allow_partial_tail: bool = True) -> tuple[list
                 )
         else:
             raise CorruptRecordError(f"batch at byte {pos} has unknown magic {magic}")
-        frames.append((pos, end, magic))
+        yield pos, end, magic
         pos = end
     if pos != n and not allow_partial_tail:
         raise CorruptRecordError(f"incomplete batch at byte {pos} ({n - pos} trailing bytes)")
-    return frames, pos
+
+
+def scan_batches(data: Buffer, *, allow_partial_tail: bool = True) -> tuple[list[tuple[int, int, int]], int]:
+    """Frame ``data`` into ``(position, end, magic)`` triples without parsing headers.
+
+    Returns the frames and the number of bytes they cover. A trailing incomplete batch
+    (normal in fetch responses cut at max bytes) is left out unless
+    ``allow_partial_tail`` is false, in which case it is a ``CorruptRecordError``. A
+    non-empty blob with zero bytes consumed means the first batch is larger than what
+    was fetched.
+    """
+    frames = list(_iter_frames(_as_view(data), allow_partial_tail))
+    return frames, frames[-1][1] if frames else 0
+
+
+def iter_batches(
+    data: Buffer,
+    *,
+    check_crc: bool = True,
+    max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+    allow_partial_tail: bool = True,
+) -> Iterator[AnyBatch]:
+    """Lazily yield the complete batches of a records blob.
+
+    Unlike :func:`decode_batches`, good batches before a corrupt one are delivered
+    before the ``CorruptRecordError`` is raised, which is what a consumer wants.
+    Magic 2 batches are :class:`RecordBatch`; magic 0/1 messages are
+    :class:`LegacyRecordBatch`. Records are decoded by ``batch.records()``, with
+    decompression bounded by ``max_decompressed_size`` per batch.
+    """
+    view = _as_view(data)
+    for pos, end, magic in _iter_frames(view, allow_partial_tail):
+        batch: AnyBatch
+        if magic == 2:
+            batch = RecordBatch(view, pos, max_decompressed_size=max_decompressed_size)
+        else:
+            batch = LegacyRecordBatch(
+                view, pos, end, check_crc=check_crc, max_decompressed_size=max_decompressed_size
+            )
+        if check_crc:
+            batch.validate_crc()
+        yield batch
 
 
 def decode_batches(
@@ -86,26 +121,17 @@ def decode_batches(
 ) -> list[AnyBatch]:
     """Parse every complete batch in a records blob (e.g. one fetched partition).
 
-    Magic 2 batches become :class:`RecordBatch`; magic 0/1 messages become
-    :class:`LegacyRecordBatch`. With ``check_crc`` every batch's CRC is verified up
-    front. Records are decoded lazily by ``batch.records()``, with decompression
-    bounded by ``max_decompressed_size`` per batch.
+    All-or-nothing: any corrupt batch (framing, or CRC with ``check_crc``) raises
+    ``CorruptRecordError``; see :func:`iter_batches` for the incremental variant.
     """
-    view = _as_view(data)
-    frames, _ = scan_batches(view, allow_partial_tail=allow_partial_tail)
-    out: list[AnyBatch] = []
-    for pos, end, magic in frames:
-        batch: AnyBatch
-        if magic == 2:
-            batch = RecordBatch(view, pos, max_decompressed_size=max_decompressed_size)
-        else:
-            batch = LegacyRecordBatch(
-                view, pos, end, check_crc=check_crc, max_decompressed_size=max_decompressed_size
-            )
-        if check_crc:
-            batch.validate_crc()
-        out.append(batch)
-    return out
+    return list(
+        iter_batches(
+            data,
+            check_crc=check_crc,
+            max_decompressed_size=max_decompressed_size,
+            allow_partial_tail=allow_partial_tail,
+        )
+    )
 
 
 def read_batch_headers(data: Buffer, *, allow_partial_tail: bool = True) -> list[AnyBatch]:
