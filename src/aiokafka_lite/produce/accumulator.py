@@ -32,6 +32,7 @@ from aiokafka_lite.wire.compression import Compression
 from aiokafka_lite.wire.records import BatchBuilder
 
 from .batch import ProducerBatch
+from .partitioner import UniformStickyPartitioner
 
 __all__ = [
     "BATCH_OVERHEAD",
@@ -196,15 +197,34 @@ class Sequencer(Protocol):
 class PartitionQueue:
     """Batches of one partition waiting to be sent (retries first, in sequence order)."""
 
-    __slots__ = ("batches", "leader", "open", "tp")
+    __slots__ = ("append", "batches", "leader", "open", "sticky", "timestamps", "tp")
 
     def __init__(self, tp: TopicPartition) -> None:
         self.tp = tp
         self.batches: deque[ProducerBatch] = deque()
-        #: The batch accepting appends (the last of ``batches``), or None.
+        #: The batch accepting appends (the last of ``batches``), or None; ``append`` and
+        #: ``timestamps`` are its builder's bound ``append`` and its timestamp list,
+        #: cached here for the producer's per-record fast path.
         self.open: ProducerBatch | None = None
+        self.append: Callable[..., bool] | None = None
+        self.timestamps: list[int] = []
         #: Leader node id from the latest metadata, -1 when unknown.
         self.leader = -1
+        #: The topic's keyless partitioner, credited with the bytes of each closed batch.
+        self.sticky: UniformStickyPartitioner | None = None
+
+    def close_open(self) -> ProducerBatch | None:
+        """Stop appending to the open batch (full, or being sent); returns it."""
+        batch = self.open
+        if batch is not None:
+            batch.full = True
+            self.open = None
+            self.append = None
+            sticky = self.sticky
+            if sticky is not None and sticky.current == self.tp.partition and batch.builder is not None:
+                # KIP-794: switch partitions after ~batch_size bytes, at a batch boundary.
+                sticky.on_append(batch.builder.records_size, True)
+        return batch
 
     def __repr__(self) -> str:
         return f"PartitionQueue({self.tp}, batches={len(self.batches)}, leader={self.leader})"
@@ -265,8 +285,8 @@ class RecordAccumulator:
         limit = self.batch_size
         if self.compression is not Compression.NONE:
             ratio = self.ratios.estimate(topic) * CompressionRatioEstimator.SAFETY
-            limit = min(int(limit / ratio), self.max_request_size)
-        return max(limit, record_size + BATCH_OVERHEAD)
+            limit = int(limit / ratio)
+        return max(min(limit, self.max_request_size), record_size + BATCH_OVERHEAD)
 
     def new_batch(self, q: PartitionQueue, limit: int, reserved: int, now_ms: float) -> ProducerBatch:
         """Open a new batch on ``q`` (memory already reserved by the caller)."""
@@ -278,10 +298,10 @@ class RecordAccumulator:
         )
         batch = ProducerBatch(q.tp, builder, limit, reserved, now_ms)
         batch.is_transactional = self.transactional
-        prev = q.open
-        if prev is not None:
-            prev.full = True
+        self.mark_full(q)
         q.open = batch
+        q.append = builder.append
+        q.timestamps = batch.timestamps
         if not q.batches:
             self._active[q.tp] = q
         q.batches.append(batch)
@@ -289,11 +309,21 @@ class RecordAccumulator:
         return batch
 
     def mark_full(self, q: PartitionQueue) -> None:
-        """The open batch takes no more records (it is sendable now)."""
-        batch = q.open
-        if batch is not None:
-            batch.full = True
-            q.open = None
+        """The open batch takes no more records (it is sendable now).
+
+        A compressed batch is compressed right away: the observed ratio then sizes the
+        next batches (filling them to ~batch_size on the wire), and the drain only has
+        to write the header. Uncompressed batches are serialised at drain time.
+        """
+        batch = q.close_open()
+        if batch is not None and self.compression is not Compression.NONE:
+            self._seal(batch)
+
+    def _seal(self, batch: ProducerBatch) -> None:
+        batch.close()
+        if self.compression is not Compression.NONE and batch.uncompressed_size:
+            assert batch.buffer is not None
+            self.ratios.observe(batch.tp.topic, len(batch.buffer) / batch.uncompressed_size)
 
     # -- sending decisions --------------------------------------------------------------
 
@@ -364,18 +394,15 @@ class RecordAccumulator:
                 break
             if sequencer is not None and sequencer.should_stop_drain(first):
                 continue
-            q.batches.popleft()
             if first is q.open:
-                q.open = None
+                q.close_open()
+            q.batches.popleft()
             if not q.batches:
                 del self._active[q.tp]
             if sequencer is not None and not first.has_sequence:
                 sequencer.assign_sequence(first)
             if first.buffer is None:
-                first.close()
-                if self.compression is not Compression.NONE and first.uncompressed_size:
-                    assert first.buffer is not None
-                    self.ratios.observe(q.tp.topic, len(first.buffer) / first.uncompressed_size)
+                self._seal(first)
             assert first.buffer is not None
             size += len(first.buffer)
             first.attempts += 1
@@ -487,7 +514,7 @@ class RecordAccumulator:
             while batches and batches[0].created_ms <= deadline:
                 batch = batches.popleft()
                 if batch is q.open:
-                    q.open = None
+                    q.close_open()
                 expired.append(batch)
             if not batches:
                 del self._active[q.tp]
@@ -515,6 +542,7 @@ class RecordAccumulator:
             out.extend(q.batches)
             q.batches.clear()
             q.open = None
+            q.append = None
         self._active.clear()
         return out
 

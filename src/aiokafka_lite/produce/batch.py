@@ -325,15 +325,19 @@ class BatchResult(Sequence[RecordMetadata]):
 
     def _add(self, batch: ProducerBatch, index: int) -> None:
         """Record number ``len(self)`` is ``batch``'s record ``index``."""
+        self._add_run(batch, index, 1)
+
+    def _add_run(self, batch: ProducerBatch, index: int, n: int) -> None:
+        """The next ``n`` records are ``batch``'s records ``index``, ``index + 1``, ..."""
         runs = self._batches
         if runs:
             last, first = runs[-1]
             if last is batch and first + self._count - self._starts[-1] == index:
-                self._count += 1
+                self._count += n
                 return
         self._starts.append(self._count)
         runs.append((batch, index))
-        self._count += 1
+        self._count += n
 
     def __len__(self) -> int:
         return self._count

@@ -20,7 +20,7 @@ from aiokafka_lite import errors as E
 from aiokafka_lite.net import Client, ClientConfig
 from aiokafka_lite.structs import TopicPartition
 
-from .accumulator import BATCH_OVERHEAD, RECORD_OVERHEAD, BufferPool, RecordAccumulator
+from .accumulator import BATCH_OVERHEAD, RECORD_OVERHEAD, BufferPool, PartitionQueue, RecordAccumulator
 from .batch import BatchResult, ProducerBatch, RecordFuture, RecordMetadata
 from .config import ProducerConfig
 from .partitioner import key_partition
@@ -46,8 +46,10 @@ _SHARED_OPTIONS: Final = frozenset(
 _BYTES_TYPES: Final = (bytes, bytearray, memoryview)
 
 
-def _wall_ms() -> int:
-    return int(time.time() * 1000)
+_time = time.time
+_new_future = object.__new__
+#: End-of-iteration marker for the bulk path.
+_END: Final = object()
 
 
 class Producer:
@@ -128,6 +130,10 @@ class Producer:
         self._key_serializer = cfg.key_serializer
         self._value_serializer = cfg.value_serializer
         self._max_record = min(cfg.max_request_size, cfg.buffer_memory)
+        #: Largest record-size bound the fast path accepts without the detailed check.
+        self._max_plain = self._max_record - BATCH_OVERHEAD
+        #: No serializers: bytes keys/values go straight to the batch builder.
+        self._plain = cfg.key_serializer is None and cfg.value_serializer is None
         self._started = False
         self._closed = False
         self._close_task: asyncio.Task[None] | None = None
@@ -303,52 +309,124 @@ class Producer:
             )
         return p
 
+    def _refusal(self) -> BaseException:
+        """Why new records are refused (closed producer, or a fatal error)."""
+        if self._closed:
+            return E.ProducerClosedError("producer is closed")
+        fatal = self._sender.fatal_error
+        assert fatal is not None
+        return fatal
+
+    def _prepare(
+        self, key: Any, value: Any, headers: Headers | None, timestamp_ms: int | None
+    ) -> tuple[Bytes | None, Bytes | None, int, int]:
+        """Serialize and validate one record: ``(key, value, size bound, timestamp)``."""
+        if self._closed or self._sender.fatal_error is not None:
+            raise self._refusal()
+        if self._key_serializer is not None or self._value_serializer is not None:
+            key, value = self._serialize(key, value)
+        elif not ((value is None or type(value) is bytes) and (key is None or type(key) is bytes)):
+            key, value = self._serialize(key, value)
+        size = self._record_size(key, value, headers)
+        if timestamp_ms is None:
+            return key, value, size, int(_time() * 1000)
+        if type(timestamp_ms) is not int or timestamp_ms < 0:
+            raise E.InvalidTimestampError(f"timestamp_ms must be a non-negative int, got {timestamp_ms!r}")
+        return key, value, size, timestamp_ms
+
     def _append(
         self,
+        topic: str,
+        value: Any,
+        key: Any,
+        partition: int | None,
+        timestamp_ms: int | None,
+        headers: Headers | None,
+    ) -> tuple[ProducerBatch | None, Any]:
+        """The per-record fast path, all synchronous: ``(batch, index)`` when the record
+        was appended, ``(None, prepared)`` when the caller must take the slow path (topic
+        metadata or buffer memory to wait for)."""
+        if (
+            self._plain
+            and not headers
+            and (value is None or type(value) is bytes)
+            and (key is None or type(key) is bytes)
+        ):
+            if self._closed or self._sender.fatal_error is not None:
+                raise self._refusal()
+            size = (
+                RECORD_OVERHEAD
+                + (len(value) if value is not None else 0)
+                + (len(key) if key is not None else 0)
+            )
+            if size > self._max_plain:
+                self._record_size(key, value, None)  # raises with the details
+            if timestamp_ms is None:
+                ts = int(_time() * 1000)
+            elif type(timestamp_ms) is not int or timestamp_ms < 0:
+                raise E.InvalidTimestampError(
+                    f"timestamp_ms must be a non-negative int, got {timestamp_ms!r}"
+                )
+            else:
+                ts = timestamp_ms
+        else:
+            key, value, size, ts = self._prepare(key, value, headers, timestamp_ms)
+        state = self._topics.topics.get(topic)
+        if state is not None:
+            count = state.partition_count
+            if partition is None:
+                if key is not None and self._keyed:
+                    p = key_partition(key, count)
+                else:
+                    sticky = state.sticky
+                    p = sticky.current if sticky is not None else self._partition(state, key)
+            elif 0 <= partition < count:
+                p = partition
+            else:
+                return None, (key, value, size, ts)
+            q = state.queues[p]
+            app = q.append
+            if app is not None and app(ts, key, value, headers or ()):
+                tss = q.timestamps
+                tss.append(ts)
+                return q.open, len(tss) - 1
+            done = self._append_new(state, q, partition, key, value, headers, ts, size, 0)
+            if done is not None:
+                return done
+        return None, (key, value, size, ts)
+
+    def _append_new(
+        self,
         state: TopicState,
+        q: PartitionQueue,
         partition: int | None,
         key: Bytes | None,
         value: Bytes | None,
         headers: Headers | None,
-        timestamp: int,
+        ts: int,
         size: int,
-        reserved: int = 0,
+        reserved: int,
     ) -> tuple[ProducerBatch, int] | None:
-        """Append synchronously; None when a new batch is needed and memory is short.
-
-        ``reserved``: bytes the caller already holds for a new batch (slow path); they
-        are used for the new batch or given back.
-        """
-        sticky = state.sticky
-        p = partition
-        if p is None:
-            p = self._partition(state, key)
-        q = state.queues[p]
-        batch = q.open
-        if batch is not None:
-            builder = batch.builder
-            assert builder is not None
-            if builder.append(timestamp, key, value, headers or ()):
-                timestamps = batch.timestamps
-                index = len(timestamps)
-                timestamps.append(timestamp)
-                if builder.records_size + BATCH_OVERHEAD + size > batch.limit:
-                    batch.full = True
-                    q.open = None
-                    self._sender.wake()
-                if reserved:
-                    self._pool.release(reserved)
-                if (
-                    partition is None
-                    and sticky is not None
-                    and p == sticky.current
-                    and (key is None or not self._keyed)
-                ):
-                    sticky.on_append(size, batch.full)
-                return batch, index
-            batch.full = True
-            q.open = None
+        """Append a record that needs a new batch (``q``'s open one is full or absent).
+        None when buffer memory is short; ``reserved`` is memory the caller already holds
+        (used here, or given back)."""
+        if q.open is not None:
+            self._acc.mark_full(q)  # may move the sticky partition on (KIP-794)
             self._sender.wake()
+            sticky = state.sticky
+            if partition is None and sticky is not None and (key is None or not self._keyed):
+                p = sticky.current
+                if p != q.tp.partition:
+                    q = state.queues[p]
+                    app = q.append
+                    if app is not None and app(ts, key, value, headers or ()):
+                        if reserved:
+                            self._pool.release(reserved)
+                        tss = q.timestamps
+                        tss.append(ts)
+                        batch = q.open
+                        assert batch is not None
+                        return batch, len(tss) - 1
         acc = self._acc
         limit = acc.batch_limit(state.name, size)
         if reserved:
@@ -361,37 +439,17 @@ class Producer:
         batch = acc.new_batch(q, limit, limit, _now_ms())
         if self._idem is not None:
             self._idem.on_batch_created(batch)
-        builder = batch.builder
-        assert builder is not None
-        builder.append(timestamp, key, value, headers or ())
-        batch.timestamps.append(timestamp)
-        if builder.records_size + BATCH_OVERHEAD + size > limit:
-            batch.full = True
-            q.open = None
-        self._sender.wake()
-        if (
-            partition is None
-            and sticky is not None
-            and p == sticky.current
-            and (key is None or not self._keyed)
-        ):
-            sticky.on_append(size, batch.full)
+        app = q.append
+        assert app is not None
+        app(ts, key, value, headers or ())  # the first record always fits
+        batch.timestamps.append(ts)
+        self._sender.wake()  # starts the linger clock
         return batch, 0
 
-    async def _append_slow(
-        self,
-        topic: str,
-        partition: int | None,
-        key: Bytes | None,
-        value: Bytes | None,
-        headers: Headers | None,
-        timestamp: int,
-        size: int,
-    ) -> tuple[ProducerBatch, int]:
-        """Wait (up to max_block_ms overall) for topic metadata and buffer memory."""
-        self._check_started()
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.config.max_block_ms / 1000
+    async def _state_for(self, topic: str, partition: int | None, deadline: float) -> TopicState:
+        """The topic's state, waiting for its metadata (and for ``partition`` to exist)."""
+        if not self._started:
+            self._check_started()
         state = self._topics.topics.get(topic)
         if (
             state is None
@@ -401,20 +459,43 @@ class Producer:
             state = await self._wait_for_topic(topic, partition, deadline)
         if partition is not None and partition < 0:
             raise E.UnknownTopicOrPartitionError(f"invalid partition {partition} for topic {topic!r}")
+        return state
+
+    async def _append_slow(
+        self,
+        topic: str,
+        partition: int | None,
+        headers: Headers | None,
+        prepared: tuple[Bytes | None, Bytes | None, int, int],
+    ) -> tuple[ProducerBatch, int]:
+        """Wait (up to max_block_ms overall) for topic metadata and buffer memory."""
+        key, value, size, ts = prepared
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.config.max_block_ms / 1000
+        state = await self._state_for(topic, partition, deadline)
+        reserved = 0
         while True:
-            if self._closed:
-                raise E.ProducerClosedError("producer is closed")
-            if self._sender.fatal_error is not None:
-                raise self._sender.fatal_error
-            result = self._append(state, partition, key, value, headers, timestamp, size)
+            if self._closed or self._sender.fatal_error is not None:
+                if reserved:
+                    self._pool.release(reserved)
+                raise self._refusal()
+            p = partition if partition is not None else self._partition(state, key)
+            q = state.queues[p]
+            app = q.append
+            if app is not None and app(ts, key, value, headers or ()):
+                if reserved:
+                    self._pool.release(reserved)
+                tss = q.timestamps
+                tss.append(ts)
+                batch = q.open
+                assert batch is not None
+                return batch, len(tss) - 1
+            result = self._append_new(state, q, partition, key, value, headers, ts, size, reserved)
             if result is not None:
                 return result
-            limit = self._acc.batch_limit(topic, size)
+            reserved = self._acc.batch_limit(topic, size)
             remaining = (deadline - loop.time()) * 1000
-            await self._pool.allocate(limit, max(remaining, 0.0))
-            result = self._append(state, partition, key, value, headers, timestamp, size, reserved=limit)
-            if result is not None:
-                return result
+            await self._pool.allocate(reserved, max(remaining, 0.0))
 
     async def _wait_for_topic(self, topic: str, partition: int | None, deadline: float) -> TopicState:
         loop = asyncio.get_running_loop()
@@ -436,27 +517,6 @@ class Producer:
                 if not exc.retriable:
                     raise
 
-    def _prepare(
-        self, key: Any, value: Any, headers: Headers | None, timestamp_ms: int | None
-    ) -> tuple[Bytes | None, Bytes | None, int, int]:
-        if self._closed:
-            raise E.ProducerClosedError("producer is closed")
-        fatal = self._sender.fatal_error
-        if fatal is not None:
-            raise fatal
-        if (
-            self._key_serializer is not None
-            or self._value_serializer is not None
-            or not ((key is None or type(key) is bytes) and (value is None or type(value) is bytes))
-        ):
-            key, value = self._serialize(key, value)
-        size = self._record_size(key, value, headers)
-        if timestamp_ms is None:
-            return key, value, size, _wall_ms()
-        if type(timestamp_ms) is not int or timestamp_ms < 0:
-            raise E.InvalidTimestampError(f"timestamp_ms must be a non-negative int, got {timestamp_ms!r}")
-        return key, value, size, timestamp_ms
-
     async def enqueue(
         self,
         topic: str,
@@ -470,18 +530,13 @@ class Producer:
         """Buffer one record; returns once it is buffered (waiting for buffer space or
         metadata up to ``max_block_ms``). Await the returned ``RecordFuture`` for its
         :class:`RecordMetadata`."""
-        key, value, size, ts = self._prepare(key, value, headers, timestamp_ms)
-        state = self._topics.topics.get(topic)
-        result = None
-        if (
-            state is not None
-            and self._started
-            and (state.partition_count if partition is None else 0 <= partition < state.partition_count)
-        ):
-            result = self._append(state, partition, key, value, headers, ts, size)
-        if result is None:
-            result = await self._append_slow(topic, partition, key, value, headers, ts, size)
-        return RecordFuture(result[0], result[1])
+        batch, index = self._append(topic, value, key, partition, timestamp_ms, headers)
+        if batch is None:
+            batch, index = await self._append_slow(topic, partition, headers, index)
+        fut = _new_future(RecordFuture)
+        fut._batch = batch
+        fut._index = index
+        return fut
 
     async def send(
         self,
@@ -494,18 +549,9 @@ class Producer:
         headers: Headers | None = None,
     ) -> RecordMetadata:
         """Produce one record and wait for its acknowledgement (per ``acks``)."""
-        key, value, size, ts = self._prepare(key, value, headers, timestamp_ms)
-        state = self._topics.topics.get(topic)
-        result = None
-        if (
-            state is not None
-            and self._started
-            and (state.partition_count if partition is None else 0 <= partition < state.partition_count)
-        ):
-            result = self._append(state, partition, key, value, headers, ts, size)
-        if result is None:
-            result = await self._append_slow(topic, partition, key, value, headers, ts, size)
-        batch, index = result
+        batch, index = self._append(topic, value, key, partition, timestamp_ms, headers)
+        if batch is None:
+            batch, index = await self._append_slow(topic, partition, headers, index)
         if not batch.is_done:
             await batch.waiter()
         return batch.metadata(index)
@@ -524,46 +570,107 @@ class Producer:
         and ``headers[i]`` when given. Returns once all are buffered; ``await`` the
         :class:`BatchResult` for their metadata (a ``Sequence[RecordMetadata]``).
 
-        Records are appended in order; if one is rejected (type, size) the ones before it
-        stay buffered and the error is raised.
+        Keyless records without headers take a bulk path that appends straight into
+        the partition's batch builder. Records are appended in order; if one is
+        rejected (type, size) the ones before it stay buffered and the error is raised.
         """
-        if self._closed:
-            raise E.ProducerClosedError("producer is closed")
+        if self._closed or self._sender.fatal_error is not None:
+            raise self._refusal()
         result = BatchResult()
-        add = result._add
+        vs = self._value_serializer
+        if vs is not None:
+            values = (vs(v) if v is not None else None for v in values)
+        if (
+            keys is not None
+            or headers is not None
+            or (partition is None and self._custom_partitioner is not None)
+        ):
+            await self._enqueue_each(topic, values, keys, headers, partition, timestamp_ms, result)
+            return result
+        loop = asyncio.get_running_loop()
+        state = self._topics.topics.get(topic)
+        if (
+            state is None
+            or not self._started
+            or (partition is not None and not 0 <= partition < state.partition_count)
+        ):
+            state = await self._state_for(topic, partition, loop.time() + self.config.max_block_ms / 1000)
+        if partition is None and state.sticky is None:  # round robin: record by record
+            await self._enqueue_each(topic, values, None, None, None, timestamp_ms, result)
+            return result
+        if timestamp_ms is not None and (type(timestamp_ms) is not int or timestamp_ms < 0):
+            raise E.InvalidTimestampError(f"timestamp_ms must be a non-negative int, got {timestamp_ms!r}")
+        ts = int(_time() * 1000) if timestamp_ms is None else timestamp_ms
+        add_run = result._add_run
+        it = iter(values)
+        sticky = state.sticky
+        queues = state.queues
+        while True:
+            q = queues[partition if partition is not None else sticky.current]  # type: ignore[union-attr]
+            app = q.append
+            if app is not None:
+                tss = q.timestamps
+                start = len(tss)
+                n = 0
+                carry: Any = _END
+                try:
+                    for value in it:
+                        if not app(ts, None, value, ()):
+                            carry = value
+                            break
+                        n += 1
+                except TypeError:
+                    self._serialize(None, value)  # raises the descriptive TypeError
+                    raise
+                finally:
+                    if n:
+                        tss.extend([ts] * n)
+                        batch = q.open
+                        assert batch is not None
+                        add_run(batch, start, n)
+                if carry is _END:
+                    return result
+                # The open batch is full: the carried record starts a new one (maybe on
+                # another partition, KIP-794), through the per-record path below.
+            else:
+                carry = next(it, _END)
+                if carry is _END:
+                    return result
+            if self._closed or self._sender.fatal_error is not None:
+                raise self._refusal()
+            if timestamp_ms is None:
+                ts = int(_time() * 1000)
+            key_value_size_ts = self._prepare(None, carry, None, ts)
+            batch, index = self._append_new(
+                state, q, partition, None, key_value_size_ts[1], None, ts, key_value_size_ts[2], 0
+            ) or (None, None)
+            if batch is None:
+                batch, index = await self._append_slow(topic, partition, None, key_value_size_ts)
+                state = self._topics.topics.get(topic) or state
+                sticky, queues = state.sticky, state.queues
+            add_run(batch, index, 1)  # type: ignore[arg-type]
+
+    async def _enqueue_each(
+        self,
+        topic: str,
+        values: Iterable[Any],
+        keys: Iterable[Any] | None,
+        headers: Iterable[Headers | None] | None,
+        partition: int | None,
+        timestamp_ms: int | None,
+        result: BatchResult,
+    ) -> None:
         key_iter = iter(keys) if keys is not None else None
         hdr_iter = iter(headers) if headers is not None else None
-        state = self._topics.topics.get(topic)
-        fast_types = self._key_serializer is None and self._value_serializer is None
+        add_run = result._add_run
         append = self._append
-        record_size = self._record_size
-        prepare = self._prepare
-        now_ts = _wall_ms() if timestamp_ms is None else timestamp_ms
-        for count, value in enumerate(values):
-            key = next(key_iter) if key_iter is not None else None
-            hdrs = next(hdr_iter) if hdr_iter is not None else None
-            if fast_types and type(value) is bytes and (key is None or type(key) is bytes):
-                size = record_size(key, value, hdrs)
-                ts = now_ts
-            else:
-                key, value, size, ts = prepare(key, value, hdrs, now_ts)
-            if count & 1023 == 1023:
-                if self._closed:
-                    raise E.ProducerClosedError("producer is closed")
-                if timestamp_ms is None:
-                    now_ts = _wall_ms()
-            r = None
-            if (
-                state is not None
-                and self._started
-                and (state.partition_count if partition is None else 0 <= partition < state.partition_count)
-            ):
-                r = append(state, partition, key, value, hdrs, ts, size)
-            if r is None:
-                r = await self._append_slow(topic, partition, key, value, hdrs, ts, size)
-                state = self._topics.topics.get(topic)
-            add(r[0], r[1])
-        return result
+        for value in values:
+            key = next(key_iter, None) if key_iter is not None else None
+            hdrs = next(hdr_iter, None) if hdr_iter is not None else None
+            batch, index = append(topic, value, key, partition, timestamp_ms, hdrs)
+            if batch is None:
+                batch, index = await self._append_slow(topic, partition, hdrs, index)
+            add_run(batch, index, 1)
 
     async def send_batch(
         self,

@@ -71,6 +71,8 @@ class TopicRegistry:
                 state.sticky.update_metadata(count, available)
                 if state.sticky.current not in available and available:
                     state.sticky.switch_away(state.sticky.current)
+            for q in queues:
+                q.sticky = state.sticky
         elif self._partitioner == "round_robin" and state.round_robin is None:
             state.round_robin = RoundRobinPartitioner()
 

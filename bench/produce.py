@@ -1,0 +1,452 @@
+"""Producer benchmark: aiokafka_lite vs aiokafka, confluent-kafka and kafka-python.
+
+Throughput: N records (default 1,000,000) of 100-byte values, no key, acks=all,
+linger 5 ms, 6 partitions, no compression and then lz4; time from the first send to
+the last acknowledgement (flush). Each client pattern runs in a fresh worker process
+against a fresh embedded broker (``python -m aiokafka_lite.broker``) in another process,
+so no run inherits another's memory, threads or log.
+
+Patterns (each client's fastest documented way, plus the per-record API):
+  lite enqueue        await producer.enqueue() per record, then flush()
+  lite send_batch     await producer.send_batch(topic, values) (one call, one await)
+  aiokafka send       await producer.send() per record (futures), then flush()
+  aiokafka batch      create_batch()/append()/send_batch() per partition (the documented batch API)
+  confluent aio       confluent_kafka.aio.AIOProducer: await produce() per record, flush()
+  confluent classic   Producer.produce() + poll(0), flush()
+  kafka-python        KafkaProducer.send() per record, flush()
+
+Latency: a steady R records/s (default 5,000) for S seconds (default 20), linger 0,
+each record an ``await send()`` (aiokafka: send_and_wait; confluent aio: await the
+delivery future) started on schedule in its own task; p50/p99/p99.9 of those awaits.
+
+Run:  /work/venv/bin/python bench/produce.py [--records N] [--latency-seconds S] [--only lite,aiokafka]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.join(HERE, "..", "src")
+sys.path.insert(0, SRC)
+
+TOPIC = "bench"
+PARTITIONS = 6
+
+
+# ----------------------------------------------------------------------------- broker
+
+
+class Broker:
+    """The embedded broker in its own process."""
+
+    def __init__(self) -> None:
+        env = dict(os.environ, PYTHONPATH=SRC)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "aiokafka_lite.broker", "--port", "0", "--topic", f"{TOPIC}:{PARTITIONS}"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=env,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line.startswith("listening on"):
+            self.close()
+            raise RuntimeError(f"broker did not start: {line!r}")
+        self.bootstrap = line.split()[-1].split(",")[0]
+
+    def close(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+# ----------------------------------------------------------------------------- throughput workers
+
+
+def _codec(name: str, client: str) -> Any:
+    if name == "none":
+        return None if client in ("aiokafka", "kafka-python") else "none"
+    return name
+
+
+async def lite_enqueue(bootstrap: str, n: int, value: bytes, codec: str) -> float:
+    from aiokafka_lite.produce import Producer
+
+    async with Producer(bootstrap, acks="all", linger_ms=5, compression=codec) as p:
+        await p.send(TOPIC, b"warm-up")
+        t0 = time.perf_counter()
+        enqueue = p.enqueue
+        for _ in range(n):
+            await enqueue(TOPIC, value)
+        await p.flush()
+        return time.perf_counter() - t0
+
+
+async def lite_send_batch(bootstrap: str, n: int, value: bytes, codec: str) -> float:
+    from aiokafka_lite.produce import Producer
+
+    values = [value] * n
+    async with Producer(bootstrap, acks="all", linger_ms=5, compression=codec) as p:
+        await p.send(TOPIC, b"warm-up")
+        t0 = time.perf_counter()
+        await p.send_batch(TOPIC, values)
+        return time.perf_counter() - t0
+
+
+async def aiokafka_send(bootstrap: str, n: int, value: bytes, codec: str) -> float:
+    from aiokafka import AIOKafkaProducer
+
+    p = AIOKafkaProducer(
+        bootstrap_servers=bootstrap, acks="all", linger_ms=5, compression_type=_codec(codec, "aiokafka")
+    )
+    await p.start()
+    try:
+        await p.send_and_wait(TOPIC, b"warm-up")
+        t0 = time.perf_counter()
+        send = p.send
+        for _ in range(n):
+            await send(TOPIC, value)
+        await p.flush()
+        return time.perf_counter() - t0
+    finally:
+        await p.stop()
+
+
+async def aiokafka_batch(bootstrap: str, n: int, value: bytes, codec: str) -> float:
+    from aiokafka import AIOKafkaProducer
+
+    p = AIOKafkaProducer(
+        bootstrap_servers=bootstrap, acks="all", linger_ms=5, compression_type=_codec(codec, "aiokafka")
+    )
+    await p.start()
+    try:
+        await p.send_and_wait(TOPIC, b"warm-up")
+        partitions = sorted(await p.partitions_for(TOPIC))
+        t0 = time.perf_counter()
+        pending = []
+        i = 0
+        while i < n:
+            for part in partitions:
+                batch = p.create_batch()
+                while i < n and batch.append(key=None, value=value, timestamp=None) is not None:
+                    i += 1
+                batch.close()
+                pending.append(await p.send_batch(batch, TOPIC, partition=part))
+                if i >= n:
+                    break
+        await asyncio.gather(*pending)
+        return time.perf_counter() - t0
+    finally:
+        await p.stop()
+
+
+def _confluent_conf(bootstrap: str, codec: str, linger: float = 5) -> dict[str, Any]:
+    return {
+        "bootstrap.servers": bootstrap,
+        "acks": "all",
+        "linger.ms": linger,
+        "compression.type": _codec(codec, "confluent"),
+    }
+
+
+async def confluent_aio(bootstrap: str, n: int, value: bytes, codec: str) -> float:
+    from confluent_kafka.aio import AIOProducer
+
+    p = AIOProducer(_confluent_conf(bootstrap, codec))
+    try:
+        await (await p.produce(TOPIC, b"warm-up"))
+        t0 = time.perf_counter()
+        futures = []
+        produce = p.produce
+        for _ in range(n):
+            futures.append(await produce(TOPIC, value))
+        await p.flush()
+        await asyncio.gather(*futures)
+        return time.perf_counter() - t0
+    finally:
+        await p.close()
+
+
+def confluent_classic(bootstrap: str, n: int, value: bytes, codec: str) -> float:
+    from confluent_kafka import Producer
+
+    conf = _confluent_conf(bootstrap, codec)
+    conf["queue.buffering.max.messages"] = 1_000_000
+    p = Producer(conf)
+    p.produce(TOPIC, b"warm-up")
+    p.flush(30)
+    t0 = time.perf_counter()
+    produce = p.produce
+    poll = p.poll
+    for _ in range(n):
+        while True:
+            try:
+                produce(TOPIC, value)
+                break
+            except BufferError:
+                poll(0.05)
+        poll(0)
+    remaining = p.flush(300)
+    assert remaining == 0
+    return time.perf_counter() - t0
+
+
+def kafka_python(bootstrap: str, n: int, value: bytes, codec: str) -> float:
+    from kafka import KafkaProducer
+
+    p = KafkaProducer(
+        bootstrap_servers=bootstrap, acks="all", linger_ms=5, compression_type=_codec(codec, "kafka-python")
+    )
+    p.send(TOPIC, b"warm-up").get(30)
+    t0 = time.perf_counter()
+    send = p.send
+    for _ in range(n):
+        send(TOPIC, value)
+    p.flush(600)
+    elapsed = time.perf_counter() - t0
+    p.close()
+    return elapsed
+
+
+THROUGHPUT: dict[str, Callable[..., Any]] = {
+    "lite enqueue": lite_enqueue,
+    "lite send_batch": lite_send_batch,
+    "aiokafka send": aiokafka_send,
+    "aiokafka batch": aiokafka_batch,
+    "confluent aio": confluent_aio,
+    "confluent classic": confluent_classic,
+    "kafka-python": kafka_python,
+}
+
+
+# ----------------------------------------------------------------------------- latency workers
+
+
+async def _paced(send_one: Callable[[], Any], rate: int, seconds: float) -> list[float]:
+    """Start ``send_one()`` on a fixed schedule (open loop); latencies of each await, s."""
+    loop = asyncio.get_running_loop()
+    latencies: list[float] = []
+    tasks: set[asyncio.Task[None]] = set()
+
+    async def one() -> None:
+        t0 = time.perf_counter()
+        await send_one()
+        latencies.append(time.perf_counter() - t0)
+
+    total = int(rate * seconds)
+    start = loop.time() + 0.05
+    for i in range(total):
+        delay = start + i / rate - loop.time()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        task = asyncio.create_task(one())
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+    await asyncio.gather(*tasks)
+    return latencies
+
+
+async def lite_latency(bootstrap: str, rate: int, seconds: float, value: bytes) -> list[float]:
+    from aiokafka_lite.produce import Producer
+
+    async with Producer(bootstrap, acks="all", linger_ms=0) as p:
+        await p.send(TOPIC, b"warm-up")
+        return await _paced(lambda: p.send(TOPIC, value), rate, seconds)
+
+
+async def aiokafka_latency(bootstrap: str, rate: int, seconds: float, value: bytes) -> list[float]:
+    from aiokafka import AIOKafkaProducer
+
+    p = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=0)
+    await p.start()
+    try:
+        await p.send_and_wait(TOPIC, b"warm-up")
+        return await _paced(lambda: p.send_and_wait(TOPIC, value), rate, seconds)
+    finally:
+        await p.stop()
+
+
+async def confluent_aio_latency(bootstrap: str, rate: int, seconds: float, value: bytes) -> list[float]:
+    from confluent_kafka.aio import AIOProducer
+
+    # batch_size=1: hand each record to librdkafka at once (the default buffers 1000).
+    p = AIOProducer(_confluent_conf(bootstrap, "none", linger=0), batch_size=1)
+    try:
+        await (await p.produce(TOPIC, b"warm-up"))
+
+        async def one() -> None:
+            await (await p.produce(TOPIC, value))
+
+        return await _paced(one, rate, seconds)
+    finally:
+        await p.close()
+
+
+LATENCY: dict[str, Callable[..., Any]] = {
+    "lite": lite_latency,
+    "aiokafka": aiokafka_latency,
+    "confluent aio": confluent_aio_latency,
+}
+
+
+# ----------------------------------------------------------------------------- driver
+
+
+def _worker(args: argparse.Namespace) -> None:
+    """Runs one measurement in this (fresh) process; prints a JSON result line."""
+    broker = Broker()
+    try:
+        value = b"v" * args.value_size
+        if args.kind == "throughput":
+            fn = THROUGHPUT[args.name]
+            if asyncio.iscoroutinefunction(fn):
+                elapsed = asyncio.run(fn(broker.bootstrap, args.records, value, args.codec))
+            else:
+                elapsed = fn(broker.bootstrap, args.records, value, args.codec)
+            print(json.dumps({"elapsed": elapsed}))
+        else:
+            lat = asyncio.run(LATENCY[args.name](broker.bootstrap, args.rate, args.latency_seconds, value))
+            print(json.dumps({"latencies": lat}))
+    finally:
+        broker.close()
+
+
+def _run_worker(kind: str, name: str, args: argparse.Namespace, codec: str = "none") -> dict[str, Any] | None:
+    cmd = [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--worker",
+        kind,
+        "--name",
+        name,
+        "--codec",
+        codec,
+        "--records",
+        str(args.records),
+        "--value-size",
+        str(args.value_size),
+        "--rate",
+        str(args.rate),
+        "--latency-seconds",
+        str(args.latency_seconds),
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith("{"):
+            result: dict[str, Any] = json.loads(line)
+            return result
+    sys.stderr.write(f"{kind} {name} {codec} failed:\n{proc.stderr[-2000:]}\n")
+    return None
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--value-size", type=int, default=100)
+    ap.add_argument("--rate", type=int, default=5000)
+    ap.add_argument("--latency-seconds", type=float, default=20.0)
+    ap.add_argument("--rounds", type=int, default=3, help="latency rounds per client (interleaved)")
+    ap.add_argument("--codecs", default="none,lz4")
+    ap.add_argument("--only", default="", help="comma-separated name prefixes (e.g. 'lite,aiokafka')")
+    ap.add_argument("--skip-throughput", action="store_true")
+    ap.add_argument("--skip-latency", action="store_true")
+    ap.add_argument("--timeout", type=float, default=1200)
+    ap.add_argument("--worker", choices=("throughput", "latency"), help=argparse.SUPPRESS)
+    ap.add_argument("--name", help=argparse.SUPPRESS)
+    ap.add_argument("--codec", default="none", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        args.kind = args.worker
+        _worker(args)
+        return
+    only = [o.strip() for o in args.only.split(",") if o.strip()]
+
+    def wanted(name: str) -> bool:
+        return not only or any(name.startswith(o) for o in only)
+
+    mb = args.records * args.value_size / 1e6
+    print(f"# {args.records:,} records x {args.value_size} B, {PARTITIONS} partitions, acks=all, linger 5 ms")
+    if not args.skip_throughput:
+        for codec in args.codecs.split(","):
+            print(f"\n## throughput, compression={codec}")
+            print(f"{'client':<20}{'records/s':>12}{'MB/s':>9}{'seconds':>9}")
+            rates: dict[str, float] = {}
+            for name in THROUGHPUT:
+                if not wanted(name):
+                    continue
+                res = _run_worker("throughput", name, args, codec)
+                if res is None:
+                    print(f"{name:<20}{'failed':>12}")
+                    continue
+                el = res["elapsed"]
+                rates[name] = args.records / el
+                print(f"{name:<20}{args.records / el:>12,.0f}{mb / el:>9.1f}{el:>9.2f}", flush=True)
+            best_lite = max((v for k, v in rates.items() if k.startswith("lite")), default=0.0)
+            for other in (
+                "aiokafka send",
+                "aiokafka batch",
+                "confluent aio",
+                "confluent classic",
+                "kafka-python",
+            ):
+                if other in rates and best_lite:
+                    print(f"  best lite / {other}: {best_lite / rates[other]:.2f}x")
+            if "lite enqueue" in rates and "aiokafka send" in rates:
+                print(
+                    f"  lite enqueue / aiokafka send: {rates['lite enqueue'] / rates['aiokafka send']:.2f}x"
+                )
+    if not args.skip_latency:
+        print(
+            f"\n## latency of await send(), {args.rate}/s for {args.latency_seconds:g} s, linger 0 (ms); "
+            f"{args.rounds} interleaved round(s), median of the per-round percentiles"
+        )
+        print(f"{'client':<20}{'p50':>8}{'p99':>8}{'p99.9':>8}{'max':>8}{'mean':>8}   p99 per round")
+        names = [n for n in LATENCY if wanted(n)]
+        rounds: dict[str, list[list[float]]] = {n: [] for n in names}
+        for _ in range(args.rounds):
+            for name in names:  # interleaved, so background load hits every client alike
+                res = _run_worker("latency", name, args)
+                if res is not None:
+                    rounds[name].append([x * 1000 for x in res["latencies"]])
+        p99s: dict[str, float] = {}
+        for name in names:
+            runs = rounds[name]
+            if not runs:
+                print(f"{name:<20}{'failed':>8}")
+                continue
+
+            def med(fn: Callable[[list[float]], float], runs: list[list[float]] = runs) -> float:
+                return statistics.median(fn(r) for r in runs)
+
+            p99s[name] = med(lambda r: _pct(r, 0.99))
+            per_round = " ".join(f"{_pct(r, 0.99):.2f}" for r in runs)
+            print(
+                f"{name:<20}{med(lambda r: _pct(r, 0.5)):>8.2f}{p99s[name]:>8.2f}"
+                f"{med(lambda r: _pct(r, 0.999)):>8.2f}{med(max):>8.2f}{med(statistics.fmean):>8.2f}   {per_round}",
+                flush=True,
+            )
+        if "lite" in p99s and "aiokafka" in p99s:
+            print(f"  p99 lite / aiokafka: {p99s['lite'] / p99s['aiokafka']:.2f}")
+
+
+if __name__ == "__main__":
+    main()
