@@ -101,6 +101,8 @@ class Fetcher:
         self._manager: asyncio.Task[None] | None = None
         self._resolver: asyncio.Task[None] | None = None
         self._helpers: set[asyncio.Task[Any]] = set()
+        self._refresh_task: asyncio.Task[None] | None = None
+        self._refresh_topics: set[str] = set()
         self._closed = False
         self._started = False
         subscription.add_listener(self)
@@ -226,7 +228,7 @@ class Fetcher:
                     ev.set()
             now = loop.time()
             needed: set[int] = set()
-            unknown_leader = False
+            unknown_leader: set[str] = set()
             for tp, st in self._sub.states().items():
                 if st.position is None or st.awaiting_validation:
                     if tp not in self.position_errors:
@@ -236,11 +238,11 @@ class Fetcher:
                     continue
                 node = self._fetch_node(tp, cluster, now)
                 if node is None:
-                    unknown_leader = True
+                    unknown_leader.add(tp.topic)
                 else:
                     needed.add(node)
             if unknown_leader:
-                self._client.request_metadata_refresh()
+                self._refresh_metadata_soon(unknown_leader)
             for node in needed:
                 if node not in self._loops:
                     self._loop_events[node] = asyncio.Event()
@@ -292,7 +294,7 @@ class Fetcher:
             if use_ids:
                 tid = cluster.topic_id(tp.topic)
                 if tid is None:
-                    self._client.request_metadata_refresh()
+                    self._refresh_metadata_soon((tp.topic,))
                     continue
                 topic_id = tid
             fp = self._fetch_pos.get(tp)
@@ -546,12 +548,23 @@ class Fetcher:
         self.data_ready.set()
 
     def _refresh_metadata_soon(self, topics: Iterable[str]) -> None:
-        async def refresh() -> None:
-            with contextlib.suppress(E.KafkaError):
-                await self._client.refresh_metadata(set(topics))
-            self._wake()
+        """Refresh metadata for ``topics`` in the background, then wake every task (one at a time)."""
+        self._refresh_topics.update(topics)
+        if self._refresh_task is not None and not self._refresh_task.done():
+            return
 
-        self._spawn_helper(refresh())
+        async def refresh() -> None:
+            backoff_s = self._client.config.retry_backoff_ms / 1000
+            while self._refresh_topics:
+                topics, self._refresh_topics = self._refresh_topics, set()
+                with contextlib.suppress(E.KafkaError):
+                    await self._client.refresh_metadata(topics)
+                self._wake()
+                await asyncio.sleep(backoff_s)  # rate limit: at most one refresh per backoff
+
+        self._refresh_task = asyncio.ensure_future(refresh())
+        self._helpers.add(self._refresh_task)
+        self._refresh_task.add_done_callback(self._helper_done)
 
     # ------------------------------------------------------------------ truncation (KIP-320)
     def _diverged(self, tp: TopicPartition, st: PartitionState, end_offset: int, epoch: int) -> None:
@@ -676,8 +689,8 @@ class Fetcher:
                 continue
             if self._client.cluster.leader_for(tp) is None:
                 # Unknown topic or no leader yet: do not hold up the others; the
-                # manager retries every tick.
-                self._client.request_metadata_refresh()
+                # refresh wakes us up again.
+                self._refresh_metadata_soon((tp.topic,))
                 continue
             lookups[tp] = EARLIEST if strategy == "earliest" else LATEST
         if not lookups:
@@ -708,7 +721,7 @@ class Fetcher:
                 continue
             leader = cluster.leader_for(tp)
             if leader is None:
-                self._client.request_metadata_refresh()
+                self._refresh_metadata_soon((tp.topic,))
                 continue
             try:
                 version = await self._client.negotiated_version(leader, OFFSET_FOR_LEADER_EPOCH_KEY)
