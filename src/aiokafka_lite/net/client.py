@@ -367,6 +367,10 @@ class Client:
         node.api_versions = conn.api_versions
         return conn
 
+    def least_loaded_node(self) -> int:
+        """The node a request that can go anywhere would be sent to now (see ``send``)."""
+        return self._least_loaded()
+
     def _least_loaded(self, exclude: Iterable[int] = ()) -> int:
         """Pick a node for a request that can go anywhere.
 
@@ -500,13 +504,15 @@ class Client:
             self._refresh_wanted.set()
 
     async def refresh_metadata(
-        self, topics: Iterable[str] | None = None, *, all_topics: bool = False
+        self, topics: Iterable[str] | None = None, *, all_topics: bool = False, track: bool = True
     ) -> ClusterMetadata:
         """Fetch metadata for the tracked topics plus ``topics`` (or every topic with
-        ``all_topics``); concurrent callers share one request when it covers them."""
+        ``all_topics``); concurrent callers share one request when it covers them.
+        ``track=False`` asks about ``topics`` once without adding them to the periodic refresh."""
         self._check_open()
         wanted = set(topics) if topics is not None else set()
-        self._topics |= wanted
+        if track:
+            self._topics |= wanted
         await self._ensure_started()
         return await self._refresh(wanted, all_topics=all_topics)
 

@@ -49,6 +49,10 @@ class BrokerInfo:
     rack: str | None = None
 
     @property
+    def id(self) -> int:
+        return self.node_id
+
+    @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
 
