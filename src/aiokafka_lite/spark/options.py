@@ -187,15 +187,17 @@ _JAAS_ARG = re.compile(r"""(\w+)\s*=\s*("(?:[^"\\]|\\.)*"|'[^']*'|[^\s;]+)""")
 def _parse_jaas(key: str, text: str) -> dict[str, str]:
     """``username``/``password`` out of a Java JAAS line (PLAIN and SCRAM login modules)."""
     body = text.strip().rstrip(";")
-    head, _, rest = body.partition(" required")
-    if not rest and "=" not in body:
-        raise ConfigError(f'{key}: expected \'<LoginModule> required username="..." password="...";\'')
+    _, sep, rest = body.partition(" required")
+    args = rest if sep else body
     out: dict[str, str] = {}
-    for name, raw in _JAAS_ARG.findall(rest if rest else head):
+    for name, raw in _JAAS_ARG.findall(args):
         value = shlex.split(raw)[0] if raw[:1] in "\"'" else raw
         out[name.lower()] = value
     if "username" not in out or "password" not in out:
-        raise ConfigError(f"{key}: username and password are required in the JAAS configuration")
+        raise ConfigError(
+            f"{key}: username and password are required in the JAAS configuration "
+            '(<LoginModule> required username="..." password="...";)'
+        )
     return {"sasl_plain_username": out["username"], "sasl_plain_password": out["password"]}
 
 

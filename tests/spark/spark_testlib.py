@@ -1,0 +1,206 @@
+"""Helpers for the Spark data source tests: producing test data, reading a topic back,
+a broker process and one shared SparkSession."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+
+from aiokafka_lite.errors import error_for
+from aiokafka_lite.fetch import Consumer, Record
+from aiokafka_lite.net import Client
+from aiokafka_lite.produce import Producer
+from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.wire.messages.create_topics_request import CreateTopicsRequest
+from aiokafka_lite.wire.messages.create_topics_response import CreateTopicsResponse
+from aiokafka_lite.wire.messages.delete_records_request import DeleteRecordsRequest
+from aiokafka_lite.wire.messages.delete_records_response import DeleteRecordsResponse
+
+#: (partition, key, value, headers, timestamp_ms)
+Row = tuple[int, bytes | None, bytes, list[tuple[str, bytes | None]] | None, int | None]
+
+
+async def _create_topic(bootstrap: str, name: str, partitions: int) -> None:
+    async with Client(bootstrap) as client:
+        await client.refresh_metadata()
+        req = CreateTopicsRequest(
+            topics=[
+                CreateTopicsRequest.CreatableTopic(name=name, num_partitions=partitions, replication_factor=1)
+            ],
+            timeout_ms=10000,
+        )
+        resp = await client.send(req, node_id=client.cluster.controller_id)
+        assert isinstance(resp, CreateTopicsResponse)
+        code = resp.topics[0].error_code
+        if code:
+            raise error_for(code, f"create topic {name}")
+        await client.wait_for_topic(name, 10000)
+
+
+def create_topic(bootstrap: str, name: str, partitions: int) -> str:
+    """Create ``name`` with ``partitions`` partitions (the Admin client is not there yet)."""
+    asyncio.run(_create_topic(bootstrap, name, partitions))
+    return name
+
+
+async def _delete_records(bootstrap: str, tp: TopicPartition, before: int) -> None:
+    async with Client(bootstrap) as client:
+        leader, _ = await client.leader_for(tp, 10000)
+        req = DeleteRecordsRequest(
+            topics=[
+                DeleteRecordsRequest.DeleteRecordsTopic(
+                    name=tp.topic,
+                    partitions=[
+                        DeleteRecordsRequest.DeleteRecordsPartition(
+                            partition_index=tp.partition, offset=before
+                        )
+                    ],
+                )
+            ],
+            timeout_ms=10000,
+        )
+        resp = await client.send(req, node_id=leader)
+        assert isinstance(resp, DeleteRecordsResponse)
+        code = resp.topics[0].partitions[0].error_code
+        if code:
+            raise error_for(code, "delete records")
+
+
+def delete_records(bootstrap: str, tp: TopicPartition, before: int) -> None:
+    """Advance the log start offset of ``tp`` to ``before`` (DeleteRecords)."""
+    asyncio.run(_delete_records(bootstrap, tp, before))
+
+
+async def _produce(bootstrap: str, topic: str, rows: Sequence[Row]) -> None:
+    async with Producer(bootstrap, linger_ms=2) as p:
+        futs = [
+            await p.enqueue(topic, value, key, partition=part, headers=headers, timestamp_ms=ts)
+            for part, key, value, headers, ts in rows
+        ]
+        await p.flush()
+        for f in futs:
+            await f
+
+
+def produce(bootstrap: str, topic: str, rows: Sequence[Row]) -> None:
+    """Produce ``rows`` (in order) and wait for every acknowledgement."""
+    asyncio.run(_produce(bootstrap, topic, rows))
+
+
+def values(topic_partitions: dict[int, int], prefix: str = "v") -> list[Row]:
+    """``n`` records per partition, values ``{prefix}-{partition}-{i}``, keys ``k{i % 4}``."""
+    out: list[Row] = []
+    for part, n in topic_partitions.items():
+        out.extend(
+            (part, f"k{i % 4}".encode(), f"{prefix}-{part}-{i}".encode(), None, None) for i in range(n)
+        )
+    return out
+
+
+async def _read_all(bootstrap: str, tps: Sequence[TopicPartition], expect: int) -> list[Record]:
+    out: list[Record] = []
+    async with Consumer(bootstrap, auto_offset_reset="earliest", fetch_max_wait_ms=50) as c:
+        c.assign(tps)
+        deadline = asyncio.get_running_loop().time() + 30
+        while len(out) < expect and asyncio.get_running_loop().time() < deadline:
+            for recs in (await c.getmany(timeout_ms=200)).values():
+                out.extend(recs)
+        # nothing more than expected
+        for recs in (await c.getmany(timeout_ms=300)).values():
+            out.extend(recs)
+    return sorted(out, key=lambda r: (r.topic, r.partition, r.offset))
+
+
+def read_all(bootstrap: str, tps: Sequence[TopicPartition], expect: int) -> list[Record]:
+    """Every record of ``tps`` (waits until ``expect`` arrived, then a little more)."""
+    return asyncio.run(_read_all(bootstrap, tps, expect))
+
+
+class BrokerProcess:
+    """``python -m aiokafka_lite.broker`` in a child process (reachable from Spark's workers)."""
+
+    def __init__(self, *args: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "aiokafka_lite.broker", "--host", "127.0.0.1", "--port", "0", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        m = re.match(r"listening on (\S+)", line)
+        if m is None:
+            self.close()
+            raise RuntimeError(f"broker did not start: {line!r}")
+        self.bootstrap = m.group(1)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+
+def spark_session() -> Any:
+    """The shared local SparkSession (created once per test process, small and quiet)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    from aiokafka_lite.spark import register
+
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("aiokafka_lite-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.driver.memory", "1g")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.python.worker.reuse", "true")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    register(spark)
+    return spark
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    pytest.importorskip("pyspark", reason="pyspark is not installed (pip install 'aiokafka_lite[spark]')")
+    pytest.importorskip("pyarrow", reason="pyarrow is not installed (needed by PySpark data sources)")
+    session = spark_session()
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+@pytest.fixture(scope="session")
+def broker() -> Iterator[BrokerProcess]:
+    b = BrokerProcess("--partitions", "1")
+    try:
+        yield b
+    finally:
+        b.close()
+
+
+_counter = 0
+
+
+def unique(name: str) -> str:
+    """A topic name not used before in this process (tests share one broker)."""
+    global _counter
+    _counter += 1
+    return f"{name}-{os.getpid()}-{_counter}-{int(time.time() * 1000) % 100000}"
