@@ -296,6 +296,22 @@ class RecordFuture:
         """Call ``fn(self)`` once the record is delivered or failed."""
         self._batch.add_done_callback(lambda _b: fn(self))
 
+    def as_future(self) -> asyncio.Future[RecordMetadata]:
+        """A real ``asyncio.Future`` with the same outcome (for APIs that need one)."""
+        fut: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
+
+        def resolve(rf: RecordFuture) -> None:
+            if fut.done():
+                return
+            exc = rf.exception()
+            if exc is not None:
+                fut.set_exception(exc)
+            else:
+                fut.set_result(rf.result())
+
+        self.add_done_callback(resolve)
+        return fut
+
     def __await__(self) -> Generator[Any, None, RecordMetadata]:
         batch = self._batch
         if not batch.is_done:
