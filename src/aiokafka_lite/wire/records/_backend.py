@@ -18,7 +18,11 @@ def _load_c() -> ModuleType | None:
         from . import _crecords
     except ImportError:
         return None
-    _crecords.setup(Record, CorruptRecordError)
+    try:
+        # Checks that Record's slot layout is what the C decoder writes into.
+        _crecords.setup(Record, CorruptRecordError)
+    except TypeError:  # pragma: no cover - unexpected interpreter layout: stay correct
+        return None
     return _crecords
 
 
