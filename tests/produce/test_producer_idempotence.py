@@ -97,3 +97,19 @@ async def test_init_producer_id_retried_then_fatal_on_authorization(kafka_cluste
             await asyncio.wait_for(producer.send("pid", b"v"), 10)
         with pytest.raises(E.ClusterAuthorizationFailedError):
             await producer.send("pid", b"w")
+
+
+async def test_request_timeouts_with_late_execution_stay_exactly_once(kafka_cluster: EmbeddedCluster) -> None:
+    """The broker executes requests after the client gave up on them (timeout, connection
+    closed); the retries must not duplicate anything."""
+    kafka_cluster.create_topic("late", 1)
+    async with Producer(
+        kafka_cluster.bootstrap, request_timeout_ms=200, retry_backoff_ms=10, linger_ms=0, batch_size=300
+    ) as producer:
+        await producer.send("late", b"warm-up")
+        kafka_cluster.add_latency(ProduceRequest, 0.5, count=3)
+        futs = [await producer.enqueue("late", b"%02d" % i * 50) for i in range(12)]
+        await producer.flush()
+        assert [f.result().offset for f in futs] == list(range(1, 13))
+        assert producer.metrics()["batches_retried"] > 0
+    assert await _values(kafka_cluster, "late") == [b"warm-up"] + [b"%02d" % i * 50 for i in range(12)]
