@@ -223,7 +223,7 @@ class Admin:
         attempt: Callable[[list[K]], Awaitable[dict[K, Outcome]]],
         deadline: float,
         *,
-        retry_if: Callable[[E.KafkaError], bool] = lambda e: e.retriable,
+        retry_if: Callable[[E.KafkaError], bool] | None = None,
         on_retry: Callable[[K, E.KafkaError], None] | None = None,
         refresh_topics: Callable[[list[K]], Iterable[str]] | None = None,
     ) -> dict[K, Outcome]:
@@ -233,6 +233,8 @@ class Admin:
         metadata refresh if the error says metadata is stale) until ``deadline``.
         """
         loop = asyncio.get_running_loop()
+        if retry_if is None:
+            retry_if = _default_retry
         results: dict[K, Outcome] = {}
         pending = list(dict.fromkeys(items))
         n = 0
@@ -1043,8 +1045,13 @@ class _Listing:
         self.groups = groups
 
 
-def _controller_retry(err: E.KafkaError) -> bool:
+def _default_retry(err: E.KafkaError) -> bool:
+    # UNKNOWN_TOPIC_OR_PARTITION is retriable for producers (metadata may lag) but, from
+    # the admin's point of view, the named topic simply does not exist.
     return err.retriable and not isinstance(err, E.UnknownTopicOrPartitionError)
+
+
+_controller_retry = _default_retry
 
 
 def _creatable(t: NewTopic) -> CreateTopicsRequest.CreatableTopic:
