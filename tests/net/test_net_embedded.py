@@ -200,7 +200,7 @@ async def test_tls_against_embedded_broker(kafka_cluster_factory: Any, tls_files
         assert resp.groups[0].group_id == "g"
     # A client that does not trust the certificate cannot connect.
     untrusting = Client(kc.bootstrap, security_protocol="SSL", ssl_context=create_ssl_context(), **FAST)
-    with pytest.raises(E.NoBrokersAvailableError, match="TLS|certificate"):
+    with pytest.raises(E.NoBrokersAvailableError, match=r"TLS|certificate"):
         await asyncio.wait_for(untrusting.start(), 10)
     await untrusting.close()
 
