@@ -257,3 +257,54 @@ def _find_coordinator(broker: FakeBroker, req: RequestFrame) -> Response:
 
 
 _DEFAULT: dict[int, Handler] = {18: _api_versions, 3: _metadata, 10: _find_coordinator}
+
+
+class FakeSasl:
+    """Broker-side PLAIN / OAUTHBEARER for the fake cluster, with a session lifetime (KIP-368)."""
+
+    def __init__(
+        self, users: dict[str, str] | None = None, tokens: set[str] | None = None, lifetime_ms: int = 0
+    ) -> None:
+        self.users = users or {}
+        self.tokens = tokens or set()
+        self.lifetime_ms = lifetime_ms
+        self.handshakes: list[str] = []
+        self.auths: list[str] = []
+        self._mechanism: dict[int, str] = {}
+
+    def install(self, cluster: FakeCluster) -> None:
+        cluster.handlers[17] = self._handshake
+        cluster.handlers[36] = self._authenticate
+
+    def _handshake(self, broker: FakeBroker, req: RequestFrame) -> Response:
+        from aiokafka_lite.wire.messages import SaslHandshakeResponse
+
+        body: Any = req.body
+        self.handshakes.append(body.mechanism)
+        enabled = ["PLAIN", "OAUTHBEARER"]
+        if body.mechanism not in enabled:
+            return SaslHandshakeResponse(error_code=33, mechanisms=enabled)
+        self._mechanism[broker.node_id] = body.mechanism
+        return SaslHandshakeResponse(mechanisms=enabled)
+
+    def _authenticate(self, broker: FakeBroker, req: RequestFrame) -> Response:
+        from aiokafka_lite.wire.messages import SaslAuthenticateResponse
+
+        data = bytes(req.body.auth_bytes)  # type: ignore[attr-defined]
+        mech = self._mechanism.get(broker.node_id)
+        ok = False
+        if mech == "PLAIN":
+            _, user, password = data.split(b"\0")
+            ok = self.users.get(user.decode()) == password.decode()
+            who = user.decode()
+        else:
+            text = data.decode()
+            token = text.split("auth=Bearer ", 1)[1].split("\x01", 1)[0] if "auth=Bearer " in text else ""
+            ok = token in self.tokens
+            who = "token"
+        if not ok:
+            return SaslAuthenticateResponse(
+                error_code=58, error_message="Authentication failed: invalid credentials"
+            )
+        self.auths.append(who)
+        return SaslAuthenticateResponse(session_lifetime_ms=self.lifetime_ms)
