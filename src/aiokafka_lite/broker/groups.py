@@ -29,6 +29,7 @@ rejoin); offsets never expire by retention; only the classic protocol is served
 from __future__ import annotations
 
 import asyncio
+import functools
 import heapq
 import logging
 import time
@@ -276,6 +277,12 @@ def java_string_hash(s: str) -> int:
     return h - (1 << 32) if h & 0x80000000 else h
 
 
+@functools.lru_cache(maxsize=4096)
+def _cached_hash(key: str) -> int:
+    # Every group request looks its coordinator up; the hash is the costly part.
+    return java_string_hash(key)
+
+
 def _java_abs(n: int) -> int:
     # Kafka's Utils.abs: Integer.MIN_VALUE maps to 0 rather than staying negative.
     return 0 if n == -(2**31) else abs(n)
@@ -299,7 +306,7 @@ class CoordinatorPlacement:
         self._pinned: dict[tuple[int, str], int] = {}
 
     def partition_for(self, key: str, key_type: int = GROUP_KEY) -> int:
-        return _java_abs(java_string_hash(key)) % self.partitions[key_type]
+        return _java_abs(_cached_hash(key)) % self.partitions[key_type]
 
     def coordinator(self, key: str, key_type: int = GROUP_KEY) -> BrokerInfo | None:
         """The coordinator broker, or None when no broker is alive."""
@@ -427,6 +434,9 @@ class Group:
         self.initial_remaining_ms = 0
         self.sync_timer: Cancellable | None = None
         self.coordinator_id = -1
+        # How many members support each protocol (Kafka keeps the same tally), so join
+        # checks stay O(protocols) rather than O(members).
+        self.protocol_counts: dict[str, int] = {}
 
     def __repr__(self) -> str:
         return (
@@ -468,14 +478,33 @@ class Group:
     def supports_protocols(self, protocol_type: str, names: Sequence[str]) -> bool:
         if self.state is GroupState.EMPTY:
             return bool(protocol_type) and bool(names)
-        return self.protocol_type == protocol_type and any(
-            all(name in m.protocol_names() for m in self.members.values()) for name in names
-        )
+        everyone = len(self.members)
+        counts = self.protocol_counts
+        return self.protocol_type == protocol_type and any(counts.get(name, 0) == everyone for name in names)
+
+    def _count_protocols(self, member: Member, delta: int) -> None:
+        counts = self.protocol_counts
+        for name in set(member.protocol_names()):
+            n = counts.get(name, 0) + delta
+            if n:
+                counts[name] = n
+            else:
+                counts.pop(name, None)
+
+    def set_protocols(self, member: Member, protocols: Protocols) -> None:
+        """Replaces a member's protocols, keeping the group's tally right."""
+        if self.members.get(member.member_id) is member:
+            self._count_protocols(member, -1)
+            member.protocols = protocols
+            self._count_protocols(member, 1)
+        else:
+            member.protocols = protocols
 
     def select_protocol(self) -> str:
         """The protocol every member supports with the most first-choice votes."""
         members = list(self.members.values())
-        candidates = [n for n in members[0].protocol_names() if all(n in m.protocol_names() for m in members)]
+        everyone = len(members)
+        candidates = [n for n in members[0].protocol_names() if self.protocol_counts.get(n, 0) == everyone]
         if not candidates:  # guarded by supports_protocols at join time
             raise errors.InconsistentGroupProtocolError(f"group {self.group_id} has no common protocol")
         votes = dict.fromkeys(candidates, 0)
@@ -498,11 +527,14 @@ class Group:
         if self.leader_id is None:
             self.leader_id = member.member_id
         self.members[member.member_id] = member
+        self._count_protocols(member, 1)
         member.join_waiter = waiter
         self.pending_members.pop(member.member_id, None)
 
     def remove(self, member_id: str) -> Member | None:
         member = self.members.pop(member_id, None)
+        if member is not None:
+            self._count_protocols(member, -1)
         if member is not None and member.group_instance_id is not None:
             if self.static_members.get(member.group_instance_id) == member_id:
                 del self.static_members[member.group_instance_id]
@@ -912,11 +944,12 @@ class GroupCoordinator:
         session_timeout_ms: int,
         waiter: asyncio.Future[JoinResult],
     ) -> None:
-        self._update_member(member, protocols, rebalance_timeout_ms, session_timeout_ms, waiter)
+        self._update_member(group, member, protocols, rebalance_timeout_ms, session_timeout_ms, waiter)
         self._maybe_prepare_rebalance(group)
 
     def _update_member(
         self,
+        group: Group,
         member: Member,
         protocols: Protocols,
         rebalance_timeout_ms: int,
@@ -926,7 +959,7 @@ class GroupCoordinator:
         if member.join_waiter is not None and member.join_waiter is not waiter:
             # A duplicate JoinGroup (client retry): the older request is answered, not leaked.
             self._answer_join(member, JoinResult(REBALANCE_IN_PROGRESS, member.member_id))
-        member.protocols = protocols
+        group.set_protocols(member, protocols)
         member.rebalance_timeout_ms = rebalance_timeout_ms
         member.session_timeout_ms = session_timeout_ms
         member.join_waiter = waiter
@@ -1077,7 +1110,7 @@ class GroupCoordinator:
             group.pending_sync.discard(old_id)
             group.pending_sync.add(new_id)
         self._heartbeat(group, member)
-        self._update_member(member, protocols, rebalance_timeout_ms, session_timeout_ms, waiter)
+        self._update_member(group, member, protocols, rebalance_timeout_ms, session_timeout_ms, waiter)
         if group.state is GroupState.STABLE:
             if group.protocol_name == group.select_protocol():
                 # The group's protocol stays: no rebalance, the member resumes the generation.

@@ -3,8 +3,11 @@
 Kafka keeps committed offsets in the compacted ``__consumer_offsets`` topic. The
 embedded broker keeps them in memory (``OffsetStore``) and, when the cluster has a data
 directory, appends every change to ``<data dir>/groups/offsets.jsonl``: one JSON object
-per line, replayed on start (last write wins, like compaction). The file is rewritten
-compacted at load when it holds mostly superseded lines.
+per line (one line per commit request), replayed on start (last write wins, like
+compaction). The file is rewritten compacted at load when it holds mostly superseded
+entries. Line shapes: ``{"g": group, "c": [[topic, partition, offset, leader epoch,
+metadata, commit timestamp], ...]}`` (commit), ``{"g": group, "d": [[topic, partition],
+...]}`` (offsets deleted), ``{"g": group, "D": 1}`` (group deleted).
 
 Transactional offset commits (TxnOffsetCommit) stay *pending* per producer id until the
 transaction ends: visible on commit, dropped on abort (``complete_txn``). Only completed
@@ -53,17 +56,18 @@ class OffsetStore:
         if self._path is None or self._fd >= 0:
             return
         self._path.parent.mkdir(parents=True, exist_ok=True)
-        lines = 0
+        lines = entries = 0
         if self._path.exists():
             with open(self._path, encoding="utf-8") as f:
                 for line in f:
                     lines += 1
                     try:
-                        self._replay(json.loads(line))
+                        entries += self._replay(json.loads(line))
                     except (ValueError, KeyError, TypeError):
+                        # A torn last line after a crash, most likely.
                         log.warning("%s: skipping unreadable line %d", self._path, lines)
         live = sum(len(v) for v in self._offsets.values())
-        if lines > _COMPACT_RATIO * max(live, 16):
+        if entries > _COMPACT_RATIO * max(live, 16):
             self._rewrite()
         self._fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
@@ -76,30 +80,33 @@ class OffsetStore:
             os.close(self._fd)
             self._fd = -1
 
-    def _replay(self, rec: dict[str, Any]) -> None:
+    def _replay(self, rec: dict[str, Any]) -> int:
+        """Applies one line; returns how many entries it held."""
         group = str(rec["g"])
         if rec.get("D"):
             self._offsets.pop(group, None)
-            return
-        tp = TopicPartition(str(rec["t"]), int(rec["p"]))
-        if rec.get("d"):
+            return 1
+        if "d" in rec:
             offsets = self._offsets.get(group)
-            if offsets is not None:
-                offsets.pop(tp, None)
-                if not offsets:
-                    del self._offsets[group]
-            return
-        self._offsets.setdefault(group, {})[tp] = CommittedOffset(
-            int(rec["o"]), int(rec.get("e", -1)), str(rec.get("m", "")), int(rec.get("ts", -1))
-        )
+            for topic, partition in rec["d"]:
+                if offsets is not None:
+                    offsets.pop(TopicPartition(str(topic), int(partition)), None)
+            if offsets is not None and not offsets:
+                del self._offsets[group]
+            return len(rec["d"])
+        offsets = self._offsets.setdefault(group, {})
+        for topic, partition, offset, epoch, metadata, ts in rec["c"]:
+            offsets[TopicPartition(str(topic), int(partition))] = CommittedOffset(
+                int(offset), int(epoch), str(metadata), int(ts)
+            )
+        return len(rec["c"])
 
     def _rewrite(self) -> None:
         assert self._path is not None
         tmp = self._path.with_suffix(".jsonl.tmp")
         with open(tmp, "w", encoding="utf-8") as f:
             for group, offsets in self._offsets.items():
-                for tp, c in offsets.items():
-                    f.write(_line(group, tp, c))
+                f.write(_commit_line(group, offsets))
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self._path)
@@ -132,7 +139,8 @@ class OffsetStore:
         if not offsets:
             return
         self._offsets.setdefault(group, {}).update(offsets)
-        self._write("".join(_line(group, tp, c) for tp, c in offsets.items()))
+        if self._fd >= 0:
+            self._write(_commit_line(group, offsets))
 
     def delete(self, group: str, tps: Iterable[TopicPartition]) -> list[TopicPartition]:
         """Removes committed offsets; returns those that existed."""
@@ -142,9 +150,8 @@ class OffsetStore:
         gone = [tp for tp in tps if offsets.pop(tp, None) is not None]
         if not offsets:
             del self._offsets[group]
-        self._write(
-            "".join(json.dumps({"g": group, "t": tp.topic, "p": tp.partition, "d": 1}) + "\n" for tp in gone)
-        )
+        if gone and self._fd >= 0:
+            self._write(json.dumps({"g": group, "d": [[tp.topic, tp.partition] for tp in gone]}) + "\n")
         return gone
 
     def delete_group(self, group: str) -> None:
@@ -188,12 +195,9 @@ class OffsetStore:
             self.commit(group, offsets)
 
 
-def _line(group: str, tp: TopicPartition, c: CommittedOffset) -> str:
-    rec: dict[str, Any] = {"g": group, "t": tp.topic, "p": tp.partition, "o": c.offset}
-    if c.leader_epoch != -1:
-        rec["e"] = c.leader_epoch
-    if c.metadata:
-        rec["m"] = c.metadata
-    if c.commit_timestamp != -1:
-        rec["ts"] = c.commit_timestamp
-    return json.dumps(rec, separators=(",", ":")) + "\n"
+def _commit_line(group: str, offsets: dict[TopicPartition, CommittedOffset]) -> str:
+    entries = [
+        [tp.topic, tp.partition, c.offset, c.leader_epoch, c.metadata, c.commit_timestamp]
+        for tp, c in offsets.items()
+    ]
+    return json.dumps({"g": group, "c": entries}, separators=(",", ":"), ensure_ascii=False) + "\n"
