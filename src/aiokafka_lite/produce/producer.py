@@ -125,6 +125,7 @@ class Producer:
         )
         self._idem: IdempotenceManager | None = IdempotenceManager() if self._idempotent else None
         self._sender = Sender(self._client, cfg, self._acc, self._topics, self._idem)
+        self._sender.on_fatal = self._on_fatal
         self._custom_partitioner = None if isinstance(cfg.partitioner, str) else cfg.partitioner
         self._keyed = cfg.partitioner == "default" and not cfg.partitioner_ignore_keys
         self._key_serializer = cfg.key_serializer
@@ -136,6 +137,10 @@ class Producer:
         self._plain = cfg.key_serializer is None and cfg.value_serializer is None
         self._started = False
         self._closed = False
+        #: Closed, or the sender hit a fatal error: new records are refused.
+        self._refused = False
+        #: Topic states by name (the registry's dict, aliased for the fast path).
+        self._states = self._topics.topics
         self._close_task: asyncio.Task[None] | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -209,8 +214,12 @@ class Producer:
         """Close without flushing: buffered and in-flight records fail with ``ProducerClosedError``."""
         await self.close(flush=False)
 
+    def _on_fatal(self, _exc: BaseException) -> None:
+        self._refused = True
+
     async def _close(self, timeout: float | None, flush: bool) -> None:  # noqa: ASYNC109
         self._closed = True
+        self._refused = True
         self._pool.close()  # writers blocked on memory fail now
         acc = self._acc
         try:
@@ -321,7 +330,7 @@ class Producer:
         self, key: Any, value: Any, headers: Headers | None, timestamp_ms: int | None
     ) -> tuple[Bytes | None, Bytes | None, int, int]:
         """Serialize and validate one record: ``(key, value, size bound, timestamp)``."""
-        if self._closed or self._sender.fatal_error is not None:
+        if self._refused:
             raise self._refusal()
         if self._key_serializer is not None or self._value_serializer is not None:
             key, value = self._serialize(key, value)
@@ -352,7 +361,7 @@ class Producer:
             and (value is None or type(value) is bytes)
             and (key is None or type(key) is bytes)
         ):
-            if self._closed or self._sender.fatal_error is not None:
+            if self._refused:
                 raise self._refusal()
             size = (
                 RECORD_OVERHEAD
@@ -371,7 +380,7 @@ class Producer:
                 ts = timestamp_ms
         else:
             key, value, size, ts = self._prepare(key, value, headers, timestamp_ms)
-        state = self._topics.topics.get(topic)
+        state = self._states.get(topic)
         if state is not None:
             count = state.partition_count
             if partition is None:
@@ -475,7 +484,7 @@ class Producer:
         state = await self._state_for(topic, partition, deadline)
         reserved = 0
         while True:
-            if self._closed or self._sender.fatal_error is not None:
+            if self._refused:
                 if reserved:
                     self._pool.release(reserved)
                 raise self._refusal()
@@ -530,6 +539,40 @@ class Producer:
         """Buffer one record; returns once it is buffered (waiting for buffer space or
         metadata up to ``max_block_ms``). Await the returned ``RecordFuture`` for its
         :class:`RecordMetadata`."""
+        # Inlined fast path for the common case (bytes value, optional bytes key, default
+        # partitioning, no headers, room in the open batch); anything else falls through
+        # to the general path, which redoes these side-effect-free steps.
+        if (
+            partition is None
+            and timestamp_ms is None
+            and type(value) is bytes
+            and (key is None or type(key) is bytes)
+            and self._plain
+            and not headers
+        ):
+            if self._refused:
+                raise self._refusal()
+            state = self._states.get(topic)
+            if state is not None and (key is None or not self._keyed):
+                sticky = state.sticky
+                q = state.queues[sticky.current] if sticky is not None else None
+            elif state is not None:
+                q = state.queues[key_partition(key, state.partition_count)]  # type: ignore[arg-type]
+            else:
+                q = None
+            if (
+                q is not None
+                and RECORD_OVERHEAD + len(value) + (len(key) if key is not None else 0) <= self._max_plain
+            ):
+                app = q.append
+                ts = int(_time() * 1000)
+                if app is not None and app(ts, key, value, ()):
+                    tss = q.timestamps
+                    tss.append(ts)
+                    fut = _new_future(RecordFuture)
+                    fut._batch = q.open  # type: ignore[assignment]  # not None while append is set
+                    fut._index = len(tss) - 1
+                    return fut
         batch, index = self._append(topic, value, key, partition, timestamp_ms, headers)
         if batch is None:
             batch, index = await self._append_slow(topic, partition, headers, index)
@@ -574,7 +617,7 @@ class Producer:
         the partition's batch builder. Records are appended in order; if one is
         rejected (type, size) the ones before it stay buffered and the error is raised.
         """
-        if self._closed or self._sender.fatal_error is not None:
+        if self._refused:
             raise self._refusal()
         result = BatchResult()
         vs = self._value_serializer
@@ -636,7 +679,7 @@ class Producer:
                 carry = next(it, _END)
                 if carry is _END:
                     return result
-            if self._closed or self._sender.fatal_error is not None:
+            if self._refused:
                 raise self._refusal()
             if timestamp_ms is None:
                 ts = int(_time() * 1000)

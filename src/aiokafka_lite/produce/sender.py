@@ -83,6 +83,8 @@ class Sender:
         self._load_update_at = 0.0
         #: Set when the producer can no longer send (idempotence fatal error).
         self.fatal_error: BaseException | None = None
+        #: Called once with the error when the producer can no longer send.
+        self.on_fatal: Callable[[BaseException], None] | None = None
         #: Called with each batch that failed for good (after ``batch.fail``).
         self.on_batch_failed: Callable[[ProducerBatch], None] | None = None
         # Counters (observability and tests).
@@ -249,6 +251,8 @@ class Sender:
 
     def _fatal(self, exc: BaseException) -> None:
         self.fatal_error = exc
+        if self.on_fatal is not None:
+            self.on_fatal(exc)
         for batch in list(self._acc.in_flight):
             self._fail(batch, exc)
 
