@@ -417,14 +417,19 @@ class Client:
         expect_response: bool = True,
     ) -> Response | None:
         """One attempt at one request; error codes inside the response are the caller's."""
-        self._check_open()
-        await self._ensure_started()
+        if self._closed:
+            raise E.ClosedError("client is closed")
+        if not self._started:
+            await self.start()
         loop = asyncio.get_running_loop()
         timeout = (self.config.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
         deadline = loop.time() + timeout
         if node_id is None:
             node_id = self._least_loaded()
-        conn = await self._connection(node_id, deadline)
+        node = self._nodes.get(node_id)
+        conn = node.conn if node is not None else None
+        if conn is None or not conn.ready:  # fast path: already connected
+            conn = await self._connection(node_id, deadline)
         if version is None:
             version = conn.version_for(request.API_KEY)
         return await conn.send(

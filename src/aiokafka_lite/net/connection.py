@@ -59,6 +59,7 @@ _UNSUPPORTED_VERSION: Final = 35
 _API_VERSIONS_KEY: Final = ApiVersionsRequest.API_KEY
 _SASL_HANDSHAKE_KEY: Final = SaslHandshakeRequest.API_KEY
 _SASL_AUTHENTICATE_KEY: Final = SaslAuthenticateRequest.API_KEY
+_CORK_LIMIT: Final = 64 * 1024  # bigger frames are written at once, without a copy into the cork
 
 
 def api_name(api_key: int) -> str:
@@ -126,6 +127,8 @@ class BrokerConnection(asyncio.Protocol):
         self._drained = asyncio.Event()  # set whenever nothing is in flight
         self._drained.set()
         self._throttled_until = 0.0
+        self._wbuf: list[bytes] = []
+        self._flush_scheduled = False
         self._reauth_task: asyncio.Task[None] | None = None
         self._closed_event = asyncio.Event()
         self.api_versions: dict[int, tuple[int, int]] = {}
@@ -420,7 +423,15 @@ class BrokerConnection(asyncio.Protocol):
             entry.waiter = self._loop.create_future()
             self._drained.clear()
             self.stats.in_flight += 1
-        transport.write(frame)
+        if len(frame) < _CORK_LIMIT:
+            # Cork: frames written in the same loop iteration leave in one send() call.
+            self._wbuf.append(frame)
+            if not self._flush_scheduled:
+                self._flush_scheduled = True
+                self._loop.call_soon(self._flush)
+        else:
+            self._flush()
+            transport.write(frame)
         self.last_used = now
         stats = self.stats
         stats.requests += 1
@@ -428,6 +439,16 @@ class BrokerConnection(asyncio.Protocol):
         if self.hooks.has("on_request_written"):
             self.hooks.call("on_request_written", self.node_id, request.API_KEY, version, len(frame), None)
         return entry
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        buf = self._wbuf
+        if not buf:
+            return
+        self._wbuf = []
+        transport = self._transport
+        if transport is not None and self._state != "closed":
+            transport.write(buf[0] if len(buf) == 1 else b"".join(buf))
 
     # ------------------------------------------------------------------ asyncio.Protocol
 
@@ -504,6 +525,7 @@ class BrokerConnection(asyncio.Protocol):
             return
         was_ready = self._state == "ready"
         self._state = "closed"
+        self._wbuf = []
         self._close_exc = exc
         transport = self._transport
         if transport is not None:
