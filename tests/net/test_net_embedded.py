@@ -205,6 +205,69 @@ async def test_tls_against_embedded_broker(kafka_cluster_factory: Any, tls_files
     await untrusting.close()
 
 
+async def _roundtrip_big_batch(client: Client, topic: str) -> None:
+    """Produce ~900 KB in one batch and fetch it back byte for byte (large frames take the
+    in-place read path of the connection)."""
+    from aiokafka_lite.wire.messages import FetchRequest, ProduceRequest
+    from aiokafka_lite.wire.records import BatchBuilder
+
+    info = await client.wait_for_topic(topic, 5000)
+    leader = info.partitions[0].leader
+    builder = BatchBuilder(max_batch_size=4 << 20)
+    payload = bytes(range(256)) * 1200  # 300 KiB per record, under max.message.bytes in total
+    for i in range(3):
+        assert builder.append(1000 + i, None, payload)
+    batch = builder.build()
+    produce = ProduceRequest(
+        acks=-1,
+        timeout_ms=5000,
+        topic_data=[
+            ProduceRequest.TopicProduceData(
+                name=topic,
+                topic_id=info.topic_id,
+                partition_data=[ProduceRequest.PartitionProduceData(index=0, records=batch)],
+            )
+        ],
+    )
+    presp: Any = await client.send(produce, node_id=leader)
+    assert presp.responses[0].partition_responses[0].error_code == 0
+    fetch = FetchRequest(
+        max_wait_ms=0,
+        max_bytes=8 << 20,
+        topics=[
+            FetchRequest.FetchTopic(
+                topic=topic,
+                topic_id=info.topic_id,
+                partitions=[
+                    FetchRequest.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=8 << 20)
+                ],
+            )
+        ],
+    )
+    fresp: Any = await client.send(fetch, node_id=leader)
+    part = fresp.responses[0].partitions[0]
+    assert part.error_code == 0
+    got = bytes(part.records)
+    # Identical apart from base offset and partition leader epoch (set by the broker).
+    assert len(got) == len(batch) and got[8:12] == batch[8:12] and got[16:] == batch[16:]
+
+
+async def test_large_responses_plaintext(kafka_cluster_factory: Any) -> None:
+    kc: EmbeddedCluster = await kafka_cluster_factory(brokers=1, topics={"big": 1})
+    async with Client(kc.bootstrap, **FAST) as client:
+        await _roundtrip_big_batch(client, "big")
+
+
+async def test_large_responses_over_tls(kafka_cluster_factory: Any, tls_files: tuple[Path, Path]) -> None:
+    cert, key = tls_files
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_ctx.load_cert_chain(cert, key)
+    kc: EmbeddedCluster = await kafka_cluster_factory(brokers=1, ssl_context=server_ctx, topics={"big": 1})
+    ctx = create_ssl_context(cafile=str(cert))
+    async with Client(kc.bootstrap, security_protocol="SSL", ssl_context=ctx, **FAST) as client:
+        await _roundtrip_big_batch(client, "big")
+
+
 async def test_no_task_outlives_close(kafka_cluster_factory: Any) -> None:
     kc: EmbeddedCluster = await kafka_cluster_factory(brokers=3, topics={"t": 3})
     clients = [Client(kc.bootstrap, metadata_max_age_ms=20, **FAST) for _ in range(3)]

@@ -7,7 +7,7 @@ import struct
 import pytest
 
 from aiokafka_lite.errors import CorruptFrameError
-from aiokafka_lite.net.protocol import ConnectionProtocol
+from aiokafka_lite.net.protocol import ConnectionProtocol, FrameAssembler
 from aiokafka_lite.wire.framing import FrameTooLargeError, decode_request, encode_response
 from aiokafka_lite.wire.messages import (
     ApiVersionsRequest,
@@ -130,3 +130,75 @@ def test_client_id_in_header(client_id: str | None) -> None:
     proto = ConnectionProtocol(client_id)
     _, frame = proto.send(FindCoordinatorRequest(key="a"), 3)
     assert decode_request(frame[4:]).header.client_id == client_id
+
+
+# ---------------------------------------------------------------------------- FrameAssembler
+
+
+def _frames(sizes: list[int]) -> tuple[bytes, list[bytes]]:
+    bodies = [bytes([i % 251]) * n for i, n in enumerate(sizes)]
+    return b"".join(struct.pack(">i", len(b)) + b for b in bodies), bodies
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_assembler_any_chunking_yields_the_same_frames(seed: int) -> None:
+    import random
+
+    rng = random.Random(seed)
+    sizes = [rng.choice([0, 1, 5, 100, 4000, 70_000, 200_000]) for _ in range(40)]
+    stream, bodies = _frames(sizes)
+    asm = FrameAssembler()
+    got: list[bytes] = []
+    pos = 0
+    while pos < len(stream):
+        if rng.random() < 0.5:  # BufferedProtocol path
+            buf = asm.get_buffer(-1)
+            n = min(len(buf), rng.randint(1, 100_000), len(stream) - pos)
+            buf[:n] = stream[pos : pos + n]
+            got.extend(bytes(f) for f in asm.buffer_updated(n))
+        else:  # data_received path
+            n = min(rng.randint(1, 100_000), len(stream) - pos)
+            got.extend(bytes(f) for f in asm.feed(stream[pos : pos + n]))
+        pos += n
+    assert got == bodies
+    assert asm.buffered == 0
+
+
+def test_assembler_reads_large_frames_in_place() -> None:
+    stream, bodies = _frames([300_000])
+    asm = FrameAssembler()
+    buf = asm.get_buffer(-1)
+    buf[:1000] = stream[:1000]
+    assert asm.buffer_updated(1000) == []
+    target = asm.get_buffer(-1)
+    assert len(target) == 300_000 - 996  # exactly the rest of the frame, no more
+    target[:] = stream[1000:]
+    (frame,) = asm.buffer_updated(len(target))
+    assert isinstance(frame, bytearray) and frame == bodies[0]
+    assert target.obj is frame  # the kernel wrote into the frame itself
+
+
+def test_assembler_refuses_oversized_and_negative_sizes() -> None:
+    asm = FrameAssembler(max_frame_size=1000)
+    with pytest.raises(FrameTooLargeError):
+        asm.feed(struct.pack(">i", 1001))
+    with pytest.raises(CorruptFrameError):
+        FrameAssembler().feed(struct.pack(">i", -5))
+
+
+def test_protocol_buffer_interface_matches_receive() -> None:
+    proto = ConnectionProtocol()
+    _, frame = proto.send(MetadataRequest(topics=None), 12)
+    data = _answer(frame, MetadataResponse(cluster_id="c" * 100_000, controller_id=4))
+    got = []
+    pos = 0
+    while pos < len(data):
+        buf = proto.get_buffer(-1)
+        n = min(len(buf), 7000, len(data) - pos)
+        buf[:n] = data[pos : pos + n]
+        out, err = proto.buffer_updated(n)
+        assert err is None
+        got.extend(out)
+        pos += n
+    assert len(got) == 1 and got[0][1].controller_id == 4  # type: ignore[attr-defined]
+    assert proto.bytes_received == len(data)

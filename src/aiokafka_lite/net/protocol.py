@@ -14,14 +14,115 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from aiokafka_lite.errors import CorruptFrameError
-from aiokafka_lite.wire.framing import DEFAULT_MAX_FRAME, FrameReader, decode_response_header, encode_request
+from aiokafka_lite.wire.framing import (
+    DEFAULT_MAX_FRAME,
+    FrameTooLargeError,
+    decode_response_header,
+    encode_request,
+)
 from aiokafka_lite.wire.message import Request, Response
 from aiokafka_lite.wire.messages import RESPONSES, ApiVersionsResponse
 
-__all__ = ["ConnectionProtocol", "InFlight"]
+__all__ = ["ConnectionProtocol", "FrameAssembler", "InFlight"]
 
 _API_VERSIONS: Final = ApiVersionsResponse.API_KEY
 _MAX_CORRELATION_ID: Final = 2**31 - 1
+
+
+_SCRATCH: Final = 64 * 1024
+
+
+class FrameAssembler:
+    """Splits a byte stream into frames, reading big frames in place (no copies).
+
+    Designed for ``asyncio.BufferedProtocol``: ``get_buffer()`` hands the transport a
+    writable view, ``buffer_updated(n)`` returns the frames completed by those ``n``
+    bytes. Small frames are cut out of a reused 64 KiB scratch buffer (one copy each,
+    so that decoded zero-copy fields never alias reused memory); a frame larger than
+    what the scratch holds gets its own ``bytearray`` of exactly its size, which the
+    kernel then fills directly. ``feed(data)`` serves transports that push bytes.
+    A size prefix over ``max_frame_size`` raises ``FrameTooLargeError`` before any
+    allocation; a negative one ``CorruptFrameError``.
+    """
+
+    __slots__ = ("_big", "_big_filled", "_end", "_scratch", "_start", "max_frame_size")
+
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME) -> None:
+        self.max_frame_size = max_frame_size
+        self._scratch = bytearray(_SCRATCH)
+        self._start = 0  # unconsumed bytes are scratch[_start:_end]
+        self._end = 0
+        self._big: bytearray | None = None  # body of a large frame being filled in place
+        self._big_filled = 0
+
+    def get_buffer(self, sizehint: int = -1) -> memoryview:
+        big = self._big
+        if big is not None:
+            return memoryview(big)[self._big_filled :]
+        if self._end == len(self._scratch):
+            self._compact()
+        return memoryview(self._scratch)[self._end :]
+
+    def _compact(self) -> None:
+        start, end = self._start, self._end
+        if start:
+            self._scratch[: end - start] = self._scratch[start:end]
+            self._start, self._end = 0, end - start
+
+    def buffer_updated(self, nbytes: int) -> list[bytes | bytearray]:
+        big = self._big
+        if big is not None:
+            self._big_filled += nbytes
+            if self._big_filled < len(big):
+                return []
+            self._big = None
+            return [big]
+        self._end += nbytes
+        return self._split()
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[bytes | bytearray]:
+        frames: list[bytes | bytearray] = []
+        view = memoryview(data).cast("B")
+        while view:
+            buf = self.get_buffer(len(view))
+            n = min(len(buf), len(view))
+            buf[:n] = view[:n]
+            view = view[n:]
+            frames.extend(self.buffer_updated(n))
+        return frames
+
+    def _split(self) -> list[bytes | bytearray]:
+        frames: list[bytes | bytearray] = []
+        scratch = self._scratch
+        pos, end = self._start, self._end
+        while end - pos >= 4:
+            size = int.from_bytes(scratch[pos : pos + 4], "big", signed=True)
+            if size < 0:
+                raise CorruptFrameError(f"negative frame size {size}")
+            if size > self.max_frame_size:
+                raise FrameTooLargeError(size, self.max_frame_size)
+            if end - pos - 4 >= size:
+                frames.append(bytes(scratch[pos + 4 : pos + 4 + size]))
+                pos += 4 + size
+                continue
+            if size + 4 > len(scratch):
+                # Too big for the scratch buffer: give it its own, filled in place from now on.
+                have = end - pos - 4
+                big = bytearray(size)
+                big[:have] = scratch[pos + 4 : end]
+                self._big, self._big_filled = big, have
+                pos = end
+            break
+        if pos == end:
+            pos = end = 0
+        self._start, self._end = pos, end
+        return frames
+
+    @property
+    def buffered(self) -> int:
+        return (
+            self._end - self._start + self._big_filled if self._big is not None else self._end - self._start
+        )
 
 
 @dataclass(slots=True, eq=False)
@@ -47,7 +148,7 @@ class ConnectionProtocol:
         self._client_id = client_id
         self._next_id = 0
         self._in_flight: deque[InFlight] = deque()
-        self._reader = FrameReader(max_response_size)
+        self._reader = FrameAssembler(max_response_size)
         self.bytes_sent = 0
         self.bytes_received = 0
 
@@ -75,6 +176,21 @@ class ConnectionProtocol:
         self._in_flight.append(entry)
         return entry, frame
 
+    def get_buffer(self, sizehint: int = -1) -> memoryview:
+        """Where the transport should put the next received bytes (BufferedProtocol)."""
+        return self._reader.get_buffer(sizehint)
+
+    def buffer_updated(
+        self, nbytes: int
+    ) -> tuple[list[tuple[InFlight, Response, int]], CorruptFrameError | None]:
+        """``nbytes`` were written into the last ``get_buffer()``; like ``receive``."""
+        self.bytes_received += nbytes
+        try:
+            frames = self._reader.buffer_updated(nbytes)
+        except CorruptFrameError as e:
+            return [], e
+        return self._match(frames)
+
     def receive(
         self, data: bytes | bytearray | memoryview
     ) -> tuple[list[tuple[InFlight, Response, int]], CorruptFrameError | None]:
@@ -90,6 +206,13 @@ class ConnectionProtocol:
             frames = self._reader.feed(data)
         except CorruptFrameError as e:
             return [], e
+        return self._match(frames)
+
+    def _match(
+        self, frames: list[bytes | bytearray]
+    ) -> tuple[list[tuple[InFlight, Response, int]], CorruptFrameError | None]:
+        if not frames:
+            return [], None
         out: list[tuple[InFlight, Response, int]] = []
         in_flight = self._in_flight
         for frame in frames:
@@ -105,7 +228,7 @@ class ConnectionProtocol:
         return out, None
 
     @staticmethod
-    def _decode(entry: InFlight, frame: bytes) -> Response:
+    def _decode(entry: InFlight, frame: bytes | bytearray) -> Response:
         corr, r = decode_response_header(frame, entry.api_key, entry.api_version)
         if corr != entry.correlation_id:
             raise CorruptFrameError(
