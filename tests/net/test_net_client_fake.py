@@ -508,3 +508,15 @@ async def test_dns_name_with_several_addresses_tried_in_turn(monkeypatch: pytest
     conn.close()
     server.close()
     await server.wait_closed()
+
+
+async def test_close_during_start_raises_closed_error() -> None:
+    cluster = FakeCluster(1)
+    cluster.brokers[0].hold = True  # metadata never answers
+    client = _client(cluster)
+    starting = asyncio.create_task(client.start())
+    await asyncio.sleep(0.01)
+    await client.close()
+    with pytest.raises(E.ClosedError):
+        await starting
+    assert _library_tasks() == set()

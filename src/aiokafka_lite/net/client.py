@@ -224,6 +224,17 @@ class Client:
         task.add_done_callback(self._task_done)
         return task
 
+    async def _join(self, task: asyncio.Task[T]) -> T:
+        """Await a task the client owns without letting the caller cancel it; a task
+        cancelled by ``close()`` surfaces as ``ClosedError``, not as a stray cancellation."""
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if task.cancelled() and self._closed and (current is None or not current.cancelling()):
+                raise E.ClosedError("client closed") from None
+            raise
+
     def _task_done(self, task: asyncio.Task[Any]) -> None:
         self._tasks.discard(task)
         if not task.cancelled():
@@ -330,7 +341,7 @@ class Client:
                 raise E.KafkaTimeoutError(f"connecting to node {node_id} timed out")
             try:
                 async with asyncio.timeout(remaining):
-                    return await asyncio.shield(task)
+                    return await self._join(task)
             except TimeoutError as e:
                 if isinstance(e, E.KafkaError):
                     raise
@@ -529,9 +540,9 @@ class Client:
             if task is not None and not task.done():
                 covering = self._refresh_topics
                 if covering is None or (not all_topics and wanted <= covering):
-                    return await asyncio.shield(task)
+                    return await self._join(task)
                 try:
-                    await asyncio.shield(task)
+                    await self._join(task)
                 except E.KafkaError:
                     pass
                 continue
@@ -540,7 +551,7 @@ class Client:
             task = self._refresh_task = self._spawn(
                 self._do_refresh(request_topics, bootstrap), "metadata-refresh"
             )
-            return await asyncio.shield(task)
+            return await self._join(task)
 
     async def _do_refresh(self, topics: set[str] | None, bootstrap: bool) -> ClusterMetadata:
         loop = asyncio.get_running_loop()
