@@ -377,6 +377,12 @@ def test_sink_option_errors(options: dict[str, str], fragment: str) -> None:
     assert fragment in str(info.value).lower() or fragment in str(info.value)
 
 
+def test_spark_query_options_are_ignored() -> None:
+    # Spark adds these to a streaming query's source and sink options.
+    parse_sink_options({**BOOT, "topic": "t", "checkpointLocation": "/ck", "queryName": "q"})
+    parse_source_options({**BOOT, "subscribe": "t", "checkpointLocation": "/ck"}, streaming=True)
+
+
 def test_sink_idempotence_can_be_turned_off() -> None:
     sink = parse_sink_options({**BOOT, "kafka.enable.idempotence": "false", "kafka.acks": "1"})
     assert sink.producer["enable_idempotence"] is False

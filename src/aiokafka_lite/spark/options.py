@@ -66,7 +66,9 @@ _SOURCE_KEYS = {
     "includeheaders",
 }
 _SINK_KEYS = {"topic"}
-_COMMON_KEYS = {"bootstrap.servers", "path"}
+_COMMON_KEYS = {"bootstrap.servers", "path", "paths"}
+# Options Spark itself adds or consumes (streaming queries); not ours, ignored.
+_SPARK_KEYS = {"checkpointlocation", "queryname"}
 
 # Client settings that cannot be given as strings, or are replaced by the ssl.* aliases.
 _CLIENT_EXCLUDED = {"ssl_context", "sasl_oauth_token_provider", "max_versions"}
@@ -418,9 +420,9 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
     """Validate and parse reader options; ``ConfigError`` names the bad option."""
     opts = _norm(options)
     for key in opts:
-        if not key.startswith("kafka.") and key not in _SOURCE_KEYS | _COMMON_KEYS:
+        if not key.startswith("kafka.") and key not in _SOURCE_KEYS | _COMMON_KEYS | _SPARK_KEYS:
             raise _unknown(key, _SOURCE_KEYS | _COMMON_KEYS)
-    if "path" in opts:
+    if "path" in opts or "paths" in opts:
         raise ConfigError("the aiokafka_lite source takes no path: use load() without arguments")
     if "includeheaders" in opts and not _bool("includeHeaders", opts["includeheaders"]):
         raise ConfigError("includeHeaders=false is not supported: the headers column is always present")
@@ -466,9 +468,9 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     """Validate and parse writer options. Idempotence is on unless ``kafka.enable.idempotence`` says otherwise."""
     opts = _norm(options)
     for key in opts:
-        if not key.startswith("kafka.") and key not in _SINK_KEYS | _COMMON_KEYS:
+        if not key.startswith("kafka.") and key not in _SINK_KEYS | _COMMON_KEYS | _SPARK_KEYS:
             raise _unknown(key, _SINK_KEYS | _COMMON_KEYS)
-    if "path" in opts:
+    if "path" in opts or "paths" in opts:
         raise ConfigError("the aiokafka_lite sink takes no path: use save() without arguments")
     kafka, producer = _kafka_settings(opts, "sink", ProducerConfig)
     producer.setdefault("enable_idempotence", True)

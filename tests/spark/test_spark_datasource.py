@@ -1,0 +1,269 @@
+"""The ``aiokafka_lite`` PySpark data source in Spark local mode: batch reads of exact and
+chunked ranges, batch writes read back, a streaming query restarted from its
+checkpoint, and the example pipeline end to end.
+
+One SparkSession (``local[2]``) and one broker process serve the whole module; topics
+are unique per test. Skipped only when pyspark/pyarrow are not installed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import pytest
+from spark_testlib import broker, create_topic, produce, read_all, spark, unique, values
+
+from aiokafka_lite.structs import TopicPartition as TP
+
+pytestmark = pytest.mark.spark
+
+_ = (broker, spark)  # session fixtures
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "spark_pipeline.py"
+BASE_MS = 1_767_225_600_000
+
+
+def reader(spark: Any, bootstrap: str, **options: str) -> Any:
+    r = spark.read.format("aiokafka_lite").option("bootstrap.servers", bootstrap)
+    for k, v in options.items():
+        r = r.option(k, v)
+    return r.load()
+
+
+def as_tuples(rows: list[Any]) -> list[tuple[Any, ...]]:
+    return sorted(
+        (
+            (
+                bytes(r.key) if r.key is not None else None,
+                bytes(r.value),
+                r.topic,
+                r.partition,
+                r.offset,
+                r.timestamp,
+                r.timestampType,
+                [(h.key, bytes(h.value) if h.value is not None else None) for h in r.headers]
+                if r.headers is not None
+                else None,
+            )
+            for r in rows
+        ),
+        key=lambda t: (t[2], t[3], t[4]),
+    )
+
+
+def test_batch_read_exact_ranges(spark: Any, broker: Any) -> None:
+    topic = create_topic(broker.bootstrap, unique("read"), 3)
+    rows = []
+    for part in range(3):
+        for i in range(10):
+            hdrs = [("i", str(i).encode()), ("nil", None)] if i % 4 == 0 else None
+            key = f"k{i}".encode() if i % 3 else None
+            rows.append((part, key, f"v{part}-{i}".encode(), hdrs, BASE_MS + 1000 * i))
+    produce(broker.bootstrap, topic, rows)
+
+    df = reader(
+        spark,
+        broker.bootstrap,
+        subscribe=topic,
+        startingOffsets=f'{{"{topic}": {{"0": 2, "1": -2, "2": 9}}}}',
+        endingOffsets=f'{{"{topic}": {{"0": 5, "1": -1}}}}',
+    )
+    assert [f.name for f in df.schema.fields] == [
+        "key",
+        "value",
+        "topic",
+        "partition",
+        "offset",
+        "timestamp",
+        "timestampType",
+        "headers",
+    ]
+    got = as_tuples(df.collect())
+
+    def expected(part: int, i: int) -> tuple[Any, ...]:
+        ts = dt.datetime.fromtimestamp((BASE_MS + 1000 * i) / 1000)  # PySpark returns local naive times
+        hdrs = [("i", str(i).encode()), ("nil", None)] if i % 4 == 0 else None
+        key = f"k{i}".encode() if i % 3 else None
+        return (key, f"v{part}-{i}".encode(), topic, part, i, ts, 0, hdrs)
+
+    want = [expected(0, i) for i in range(2, 5)] + [expected(1, i) for i in range(10)] + [expected(2, 9)]
+    assert got == want
+    # SQL over the source works too, and nothing was consumed "for good": same result again.
+    df.createOrReplaceTempView("kafka_exact")
+    by_part = spark.sql(
+        "SELECT partition, count(*) AS n FROM kafka_exact GROUP BY partition ORDER BY partition"
+    )
+    assert [(r.partition, r.n) for r in by_part.collect()] == [(0, 3), (1, 10), (2, 1)]
+
+
+def test_batch_read_chunked_ranges(spark: Any, broker: Any) -> None:
+    topic = create_topic(broker.bootstrap, unique("chunks"), 2)
+    produce(broker.bootstrap, topic, values({0: 20, 1: 9}))
+    df = reader(spark, broker.bootstrap, subscribe=topic, maxRecordsPerPartition="7")
+    assert df.rdd.getNumPartitions() == 3 + 2
+    got = sorted(
+        (r.partition, r.offset, bytes(r.value)) for r in df.select("partition", "offset", "value").collect()
+    )
+    want = sorted(
+        [(0, i, f"v-0-{i}".encode()) for i in range(20)] + [(1, i, f"v-1-{i}".encode()) for i in range(9)]
+    )
+    assert got == want  # every record exactly once across the chunks
+    # Each Spark partition holds one contiguous piece of one Kafka partition.
+    pieces = (
+        df.select("partition", "offset")
+        .rdd.mapPartitions(lambda it: [sorted((r.partition, r.offset) for r in it)])
+        .collect()
+    )
+    assert sorted(len(p) for p in pieces) == [4, 5, 6, 7, 7]
+    for piece in pieces:
+        assert len({p for p, _ in piece}) == 1
+        offsets = [o for _, o in piece]
+        assert offsets == list(range(offsets[0], offsets[0] + len(offsets)))
+
+
+def test_batch_write_then_read_back(spark: Any, broker: Any) -> None:
+    out = create_topic(broker.bootstrap, unique("out"), 2)
+    side = create_topic(broker.bootstrap, unique("side"), 1)
+    data = [
+        (
+            f"k{i}" if i % 2 else None,
+            f"value {i}",
+            side if i % 5 == 0 else None,
+            (i % 2) if i % 5 else None,
+            [(f"h{i}", f"x{i}".encode())] if i % 3 == 0 else [],
+        )
+        for i in range(60)
+    ]
+    df = spark.createDataFrame(
+        data,
+        "key string, value string, topic string, partition int, headers array<struct<key: string, value: binary>>",
+    ).repartition(2)
+    df.write.format("aiokafka_lite").option("bootstrap.servers", broker.bootstrap).option("topic", out).mode(
+        "append"
+    ).save()
+    back = reader(spark, broker.bootstrap, subscribe=f"{out},{side}").collect()
+    assert len(back) == 60
+    by_value = {bytes(r.value).decode(): r for r in back}
+    for key, value, topic, partition, headers in data:
+        r = by_value[value]
+        assert r.topic == (topic or out)
+        if partition is not None:
+            assert r.partition == partition
+        assert (bytes(r.key).decode() if r.key is not None else None) == key
+        assert [(h.key, bytes(h.value)) for h in (r.headers or [])] == headers
+    # Records read back independently of Spark agree.
+    plain = read_all(broker.bootstrap, [TP(out, 0), TP(out, 1), TP(side, 0)], 60)
+    assert sorted(r.value for r in plain) == sorted(v.encode() for _, v, _, _, _ in data)
+
+
+def test_write_errors(spark: Any, broker: Any) -> None:
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
+
+    topic = create_topic(broker.bootstrap, unique("one"), 1)
+    ok = spark.createDataFrame([("a",)], "value string")
+    with pytest.raises(Exception, match="append-only"):
+        ok.write.format("aiokafka_lite").option("bootstrap.servers", broker.bootstrap).option(
+            "topic", topic
+        ).mode("overwrite").save()
+    no_value = spark.createDataFrame([("a",)], "payload string")
+    with pytest.raises(Exception, match="needs a 'value' column"):
+        no_value.write.format("aiokafka_lite").option("bootstrap.servers", broker.bootstrap).option(
+            "topic", topic
+        ).mode("append").save()
+    # A failing task carries the Kafka error: partition 7 does not exist.
+    bad = spark.createDataFrame([("a", 0), ("b", 7)], "value string, partition int").coalesce(1)
+    with pytest.raises((PySparkException, Py4JJavaError)) as info:
+        bad.write.format("aiokafka_lite").option("bootstrap.servers", broker.bootstrap).option(
+            "topic", topic
+        ).option("kafka.max.block.ms", "500").mode("append").save()
+    assert "UnknownTopicOrPartitionError" in str(info.value)
+    assert "partition 7" in str(info.value)
+
+
+def test_streaming_restart_from_checkpoint(spark: Any, broker: Any, tmp_path: Path) -> None:
+    tag = unique("st")
+    first = create_topic(broker.bootstrap, f"{tag}-a", 2)
+    produce(broker.bootstrap, first, values({0: 14, 1: 11}))
+    seen: list[tuple[int, list[tuple[str, int, int]]]] = []
+
+    def collect(batch: Any, batch_id: int) -> None:
+        rows = batch.select("topic", "partition", "offset").collect()
+        seen.append((batch_id, sorted((r.topic, r.partition, r.offset) for r in rows)))
+
+    def run() -> None:
+        query = (
+            spark.readStream.format("aiokafka_lite")
+            .option("bootstrap.servers", broker.bootstrap)
+            .option("subscribePattern", f"{tag}-.*")
+            .option("startingOffsets", "earliest")
+            .option("maxOffsetsPerTrigger", "10")
+            .load()
+            .writeStream.foreachBatch(collect)
+            .option("checkpointLocation", str(tmp_path / "read-ck"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        assert query.awaitTermination(120)
+        assert query.exception() is None
+
+    run()
+    assert [len(rows) for _, rows in seen] == [10, 10, 5]  # 25 records, 10 per micro-batch
+    # More data and a new matching topic while the query is down; the restart resumes
+    # from the checkpoint: only the new records, none twice, none lost.
+    produce(broker.bootstrap, first, values({1: 6}, prefix="later"))
+    second = create_topic(broker.bootstrap, f"{tag}-b", 1)
+    produce(broker.bootstrap, second, values({0: 3}))
+    before = len(seen)
+    run()
+    later = [row for _, rows in seen[before:] for row in rows]
+    assert sorted(later) == sorted(
+        [(first, 1, o) for o in range(11, 17)] + [(second, 0, o) for o in range(3)]
+    )
+    everything = [row for _, rows in seen for row in rows]
+    assert len(everything) == len(set(everything)) == 25 + 9
+    assert [b for b, _ in seen] == list(range(len(seen)))  # batch ids continue across the restart
+
+    # Streaming write: copy the stream to another topic (at-least-once; exact in a clean run).
+    sink = create_topic(broker.bootstrap, f"{tag}-copy-out", 1)
+    query = (
+        spark.readStream.format("aiokafka_lite")
+        .option("bootstrap.servers", broker.bootstrap)
+        .option("subscribe", first)
+        .option("startingOffsets", "earliest")
+        .load()
+        .selectExpr("key", "value", "headers")
+        .writeStream.format("aiokafka_lite")
+        .option("bootstrap.servers", broker.bootstrap)
+        .option("topic", sink)
+        .option("checkpointLocation", str(tmp_path / "write-ck"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(120)
+    assert query.exception() is None
+    copied = read_all(broker.bootstrap, [TP(sink, 0)], 31)
+    source_values = [r.value for r in read_all(broker.bootstrap, [TP(first, 0), TP(first, 1)], 31)]
+    assert sorted(r.value for r in copied) == sorted(source_values)
+
+
+def test_example_pipeline_end_to_end(spark: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = importlib.util.spec_from_file_location("spark_pipeline_example", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    result = example.main(["--events", "400"], spark=spark)  # starts its own broker process
+    want = example.expected_stats(result["events"])
+    got = {
+        (r["user"], int(r["minute"].timestamp() * 1000)): (r["events"], r["total"]) for r in result["stats"]
+    }
+    assert got == want
+    assert sum(n for n, _ in got.values()) == 400
+    written = {(w["user"], w["minute"]): (w["events"], w["total"]) for w in result["written"]}
+    assert len(result["written"]) == len(want)
+    assert sorted(written.values()) == sorted(want.values())
+    out = capsys.readouterr().out
+    assert "produced 400 events" in out and f"wrote {len(want)} result records" in out
