@@ -122,12 +122,18 @@ class Member:
         await self.client.close()
 
 
-async def eventually(cond: Callable[[], bool], limit: float = 15.0, what: str = "condition") -> None:
-    """Wait until ``cond()`` holds (polling); fail after ``limit`` seconds."""
+async def eventually(
+    cond: Callable[[], bool],
+    limit: float = 15.0,
+    what: str = "condition",
+    detail: Callable[[], object] | None = None,
+) -> None:
+    """Wait until ``cond()`` holds (polling); fail after ``limit`` seconds (with ``detail()``)."""
     deadline = time.monotonic() + limit
     while not cond():
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
+            extra = f": {detail()}" if detail is not None else ""
+            raise AssertionError(f"timed out waiting for {what}{extra}")
         await asyncio.sleep(0.02)
 
 

@@ -322,3 +322,18 @@ async def test_leader_rejoins_when_partitions_are_added(cluster: EmbeddedCluster
     more = ALL | {TP("t", 12), TP("t", 13)}
     await eventually(lambda: balanced([a], more), what="new partitions assigned")
     await a.close()
+
+
+async def test_duplicate_static_instance_fences_the_old_member(cluster: EmbeddedCluster) -> None:
+    from aiokafka_lite.errors import FencedInstanceIdError
+
+    a = await Member(cluster, "a", group_instance_id="same", session_timeout_ms=5000, **COOP).start(
+        poll=False
+    )
+    await eventually(lambda: balanced([a], ALL))
+    b = await Member(cluster, "b", group_instance_id="same", session_timeout_ms=5000, **COOP).start()
+    await eventually(lambda: b.assignment() == ALL, what="the new instance took over")
+    await eventually(lambda: a.gc.state is MemberState.FAILED, what="the old instance fenced")
+    with pytest.raises(FencedInstanceIdError):
+        await a.gc.poll()
+    await close_all(a, b)

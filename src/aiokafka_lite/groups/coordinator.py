@@ -358,9 +358,10 @@ class GroupCoordinator:
         if self._main_task is None:
             await self.start()
         self._raise_pending()
-        self._m.polled(self._now())
-        self._sync_subscription()
-        self._kick()
+        # Hot path (every getmany/chunk): wake the loops only when there is news.
+        resumed = self._m.polled(self._now())
+        if self._sync_subscription() or resumed:
+            self._kick()
         if not self._app_idle.is_set():
             await self._app_idle.wait()
         self._raise_pending()
@@ -378,11 +379,13 @@ class GroupCoordinator:
         ):
             self._wake.set()
 
-    def _sync_subscription(self) -> None:
+    def _sync_subscription(self) -> bool:
         seen = (self._sub.subscription_version, self._sub.is_subscribed)
-        if seen != self._seen_subscription:
-            self._seen_subscription = seen
-            self._m.update_subscription(self._sub.subscribed_topics, self._sub.is_subscribed)
+        if seen == self._seen_subscription:
+            return False
+        self._seen_subscription = seen
+        self._m.update_subscription(self._sub.subscribed_topics, self._sub.is_subscribed)
+        return True
 
     # ------------------------------------------------------------------ main loop
     async def _main_loop(self) -> None:

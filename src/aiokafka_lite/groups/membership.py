@@ -428,12 +428,15 @@ class Membership:
                 self._request_rejoin(f"partition count of {topic!r} changed")
                 return
 
-    def polled(self, now: float) -> None:
-        """The application polled (max_poll_interval_ms bookkeeping)."""
+    def polled(self, now: float) -> bool:
+        """The application polled (max_poll_interval_ms bookkeeping). True when this
+        ends a poll timeout, i.e. there is now work to do (rejoin)."""
         self.last_poll = now
         if self.poll_timed_out:
             log.info("group %s: application polled again, rejoining", self.settings.group_id)
             self.poll_timed_out = False
+            return True
+        return False
 
     def request_rejoin(self, reason: str) -> None:
         """Explicit rejoin (e.g. the consumer's subscription was changed by the user)."""
