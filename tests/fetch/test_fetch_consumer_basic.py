@@ -250,3 +250,29 @@ async def test_not_started_and_bad_options() -> None:
         await c.getmany()
     with pytest.raises(E.ConfigError, match="client="):
         Consumer(client=Client("127.0.0.1:1"), request_timeout_ms=5)
+
+
+async def test_fetch_request_carries_options(kafka_cluster: EmbeddedCluster) -> None:
+    from aiokafka_lite.wire.messages import FetchRequest
+
+    kafka_cluster.create_topic("t", 2)
+    await fill(kafka_cluster.bootstrap, {T0: 3})
+    with kafka_cluster.record_requests(FetchRequest) as rec:
+        async with Consumer(
+            kafka_cluster.bootstrap,
+            auto_offset_reset="earliest",
+            fetch_min_bytes=7,
+            fetch_max_wait_ms=60,
+            fetch_max_bytes=5000,
+            max_partition_fetch_bytes=1500,
+            isolation_level="read_committed",
+            client_rack="rack-a",
+        ) as consumer:
+            consumer.assign([T0, T1])
+            await take(consumer, 3)
+    req = rec.requests[0].request
+    assert isinstance(req, FetchRequest)
+    assert (req.min_bytes, req.max_wait_ms, req.isolation_level, req.rack_id) == (7, 60, 1, "rack-a")
+    assert req.max_bytes <= 5000
+    assert {p.partition_max_bytes for t in req.topics for p in t.partitions} == {1500}
+    assert rec.requests[0].api_version == FetchRequest.MAX_VERSION  # highest version both sides support

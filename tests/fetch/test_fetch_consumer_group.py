@@ -41,3 +41,21 @@ async def test_group_consumer_resumes_from_committed(kafka_cluster: EmbeddedClus
     ) as consumer:
         assert await consumer.getmany(timeout_ms=500) == {}
         assert {tp: await consumer.position(tp) for tp in tps} == {tps[0]: 10, tps[1]: 10}
+
+
+async def test_manual_assignment_with_group_commits(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic("m", 1)
+    tp = TopicPartition("m", 0)
+    await fill(kafka_cluster.bootstrap, {tp: 10})
+    async with Consumer(
+        kafka_cluster.bootstrap, group_id="manual", auto_offset_reset="earliest", **OPTS
+    ) as c:
+        c.assign([tp])
+        assert [r.offset for r in await take(c, 10)] == list(range(10))
+        await c.commit()
+        assert await c.committed(tp) == 10
+    async with Consumer(
+        kafka_cluster.bootstrap, group_id="manual", auto_offset_reset="earliest", **OPTS
+    ) as c:
+        c.assign([tp])
+        assert await c.position(tp) == 10  # from the committed offset, not auto_offset_reset

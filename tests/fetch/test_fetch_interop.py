@@ -153,3 +153,40 @@ async def test_read_committed_with_confluent_transactions(
         recs = await take(c, len(everything), limit_s=30)
         assert {r.value for r in recs} == everything  # read_uncommitted sees aborted data, never markers
         assert all(not r.value.startswith(b"\x00\x00") for r in recs)
+
+
+async def test_read_committed_stops_at_last_stable_offset(
+    kafka_threaded_cluster_factory: ThreadedFactory,
+) -> None:
+    from confluent_kafka import Producer as CProducer
+
+    tc = kafka_threaded_cluster_factory(topics={"lso": 1})
+    tp = TopicPartition("lso", 0)
+    plain = CProducer({"bootstrap.servers": tc.bootstrap})
+    txn = CProducer({"bootstrap.servers": tc.bootstrap, "transactional.id": "lso-txn"})
+
+    def open_transaction() -> None:
+        for i in range(3):
+            plain.produce("lso", f"before-{i}".encode())
+        plain.flush(30)
+        txn.init_transactions(30)
+        txn.begin_transaction()
+        for i in range(4):
+            txn.produce("lso", f"txn-{i}".encode())
+        txn.flush(30)
+        plain.produce("lso", b"after")  # behind the open transaction
+        plain.flush(30)
+
+    await asyncio.to_thread(open_transaction)
+    async with Consumer(
+        tc.bootstrap, isolation_level="read_committed", auto_offset_reset="earliest", fetch_max_wait_ms=50
+    ) as c:
+        c.assign([tp])
+        got = [r.value for r in await take(c, 3)]
+        assert got == [b"before-0", b"before-1", b"before-2"]
+        assert await c.getmany(timeout_ms=300) == {}  # nothing past the LSO
+        assert await c.position(tp) == 3
+        assert (await c.end_offsets([tp]))[tp] == 3  # the last stable offset, not the high watermark
+        await asyncio.to_thread(txn.commit_transaction, 30)
+        got = [r.value for r in await take(c, 5)]
+        assert got == [b"txn-0", b"txn-1", b"txn-2", b"txn-3", b"after"]
