@@ -306,3 +306,36 @@ async def test_produce_v13_topic_ids(kafka_cluster_factory) -> None:  # type: ig
     async with Client(cluster.bootstrap, max_versions={ProduceRequest.API_KEY: 9}) as client:
         async with Producer(client=client) as producer:
             assert (await producer.send("v13", b"w", partition=1)).offset == 1
+
+
+async def test_failed_start_leaves_nothing_running_and_can_be_retried(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic("st", 1)
+    producer = Producer("127.0.0.1:1", request_timeout_ms=1000)
+    before = asyncio.all_tasks()
+    with pytest.raises(E.NoBrokersAvailableError):
+        await producer.start()
+    await asyncio.sleep(0)
+    assert asyncio.all_tasks() == before
+    await producer.close()
+    async with Producer(kafka_cluster.bootstrap) as ok:
+        # concurrent starts share one
+        await asyncio.gather(ok.start(), ok.start())
+        assert (await ok.send("st", b"v")).offset == 0
+    async with Client(kafka_cluster.bootstrap) as client:
+        pass
+    with pytest.raises(E.ClosedError):
+        await Producer(client=client).start()
+
+
+async def test_linger_zero_sends_at_once_but_bulk_appends_still_batch(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic("lz", 1)
+    with kafka_cluster.record_requests(ProduceRequest) as rec:
+        async with Producer(kafka_cluster.bootstrap, linger_ms=0) as producer:
+            await producer.send("lz", b"first")
+            assert len(rec.requests) == 1  # went out without waiting for anything else
+            result = await producer.send_batch("lz", [b"x"] * 1000)
+            assert [m.offset for m in result] == list(range(1, 1001))
+            keyed = await producer.send_batch("lz", [b"y"] * 500, keys=[b"k"] * 500)
+            assert keyed[-1].offset == 1500
+        batches = sum(len(td.partition_data) for r in rec.requests for td in r.request.topic_data)  # type: ignore[attr-defined]
+    assert batches < 20

@@ -104,6 +104,7 @@ class Producer:
                 c_opts.setdefault(name, getattr(self.config, name))
             self._client = Client(bootstrap_servers, **c_opts)
             self._own_client = True
+        self._client_bootstrap = bootstrap_servers or ""
         cfg = self.config
         self._idempotent = cfg.idempotent
         self._pool = BufferPool(cfg.buffer_memory)
@@ -124,8 +125,7 @@ class Producer:
             sticky_bytes=cfg.batch_size,
         )
         self._idem: IdempotenceManager | None = IdempotenceManager() if self._idempotent else None
-        self._sender = Sender(self._client, cfg, self._acc, self._topics, self._idem)
-        self._sender.on_fatal = self._on_fatal
+        self._sender = self._new_sender()
         self._custom_partitioner = None if isinstance(cfg.partitioner, str) else cfg.partitioner
         self._keyed = cfg.partitioner == "default" and not cfg.partitioner_ignore_keys
         self._key_serializer = cfg.key_serializer
@@ -135,6 +135,7 @@ class Producer:
         self._max_plain = self._max_record - BATCH_OVERHEAD
         #: No serializers: bytes keys/values go straight to the batch builder.
         self._plain = cfg.key_serializer is None and cfg.value_serializer is None
+        self._linger_zero = cfg.linger_ms == 0
         self._started = False
         self._closed = False
         #: Closed, or the sender hit a fatal error: new records are refused.
@@ -142,17 +143,42 @@ class Producer:
         #: Topic states by name (the registry's dict, aliased for the fast path).
         self._states = self._topics.topics
         self._close_task: asyncio.Task[None] | None = None
+        self._start_task: asyncio.Task[None] | None = None
+
+    def _new_sender(self) -> Sender:
+        sender = Sender(self._client, self.config, self._acc, self._topics, self._idem)
+        sender.on_fatal = self._on_fatal
+        return sender
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Connect (own client) and start the sender. Idempotent."""
+        """Connect (own client) and start the sender. Idempotent; concurrent calls share
+        one start. On failure an own client is closed again and the error raised."""
         if self._closed:
             raise E.ProducerClosedError("producer is closed")
         if self._started:
             return
-        if self._own_client or not self._client.closed:
+        if self._start_task is None:
+            self._start_task = asyncio.get_running_loop().create_task(self._start())
+        try:
+            await asyncio.shield(self._start_task)
+        except BaseException:
+            if self._start_task.done():
+                self._start_task = None  # a failed start may be retried
+            raise
+
+    async def _start(self) -> None:
+        if not self._own_client and self._client.closed:
+            raise E.ClosedError("the shared client is closed")
+        try:
             await self._client.start()
+        except BaseException:
+            if self._own_client:
+                await self._client.close()
+                self._client = Client(self._client_bootstrap, config=self._client.config)
+                self._sender = self._new_sender()
+            raise
         self._sender.start()
         self._started = True
 
@@ -351,6 +377,7 @@ class Producer:
         partition: int | None,
         timestamp_ms: int | None,
         headers: Headers | None,
+        kick: bool = True,
     ) -> tuple[ProducerBatch | None, Any]:
         """The per-record fast path, all synchronous: ``(batch, index)`` when the record
         was appended, ``(None, prepared)`` when the caller must take the slow path (topic
@@ -399,7 +426,7 @@ class Producer:
                 tss = q.timestamps
                 tss.append(ts)
                 return q.open, len(tss) - 1
-            done = self._append_new(state, q, partition, key, value, headers, ts, size, 0)
+            done = self._append_new(state, q, partition, key, value, headers, ts, size, 0, kick)
             if done is not None:
                 return done
         return None, (key, value, size, ts)
@@ -415,10 +442,12 @@ class Producer:
         ts: int,
         size: int,
         reserved: int,
+        kick: bool = True,
     ) -> tuple[ProducerBatch, int] | None:
         """Append a record that needs a new batch (``q``'s open one is full or absent).
         None when buffer memory is short; ``reserved`` is memory the caller already holds
-        (used here, or given back)."""
+        (used here, or given back). ``kick``: with linger 0, send the batch right away
+        (not for bulk appends, which would otherwise send one record per batch)."""
         if q.open is not None:
             self._acc.mark_full(q)  # may move the sticky partition on (KIP-794)
             self._sender.wake()
@@ -452,7 +481,10 @@ class Producer:
         assert app is not None
         app(ts, key, value, headers or ())  # the first record always fits
         batch.timestamps.append(ts)
-        self._sender.wake()  # starts the linger clock
+        if kick and self._linger_zero:
+            self._sender.kick()  # sendable now: drain it from this task, no task switch
+        else:
+            self._sender.wake()  # starts the linger clock
         return batch, 0
 
     async def _state_for(self, topic: str, partition: int | None, deadline: float) -> TopicState:
@@ -672,12 +704,14 @@ class Producer:
                         assert batch is not None
                         add_run(batch, start, n)
                 if carry is _END:
+                    self._sender.wake()
                     return result
                 # The open batch is full: the carried record starts a new one (maybe on
                 # another partition, KIP-794), through the per-record path below.
             else:
                 carry = next(it, _END)
                 if carry is _END:
+                    self._sender.wake()
                     return result
             if self._refused:
                 raise self._refusal()
@@ -685,7 +719,7 @@ class Producer:
                 ts = int(_time() * 1000)
             key_value_size_ts = self._prepare(None, carry, None, ts)
             batch, index = self._append_new(
-                state, q, partition, None, key_value_size_ts[1], None, ts, key_value_size_ts[2], 0
+                state, q, partition, None, key_value_size_ts[1], None, ts, key_value_size_ts[2], 0, kick=False
             ) or (None, None)
             if batch is None:
                 batch, index = await self._append_slow(topic, partition, None, key_value_size_ts)
@@ -710,10 +744,11 @@ class Producer:
         for value in values:
             key = next(key_iter, None) if key_iter is not None else None
             hdrs = next(hdr_iter, None) if hdr_iter is not None else None
-            batch, index = append(topic, value, key, partition, timestamp_ms, hdrs)
+            batch, index = append(topic, value, key, partition, timestamp_ms, hdrs, False)
             if batch is None:
                 batch, index = await self._append_slow(topic, partition, hdrs, index)
             add_run(batch, index, 1)
+        self._sender.wake()
 
     async def send_batch(
         self,

@@ -78,6 +78,7 @@ class Sender:
         self._pid_attempts = 0
         self._wake_fut: asyncio.Future[None] | None = None
         self._woken = False
+        self._sleep_until = 0.0
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self._load_update_at = 0.0
@@ -96,6 +97,24 @@ class Sender:
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="aiokafka_lite.producer.sender")
+
+    def kick(self) -> None:
+        """Run one sending pass right now in the caller's task (everything in it is
+        synchronous), instead of waking the sender task for it: with linger 0 this saves
+        a task switch per request. The sender task is woken only if the pass found a
+        deadline earlier than the one it sleeps until."""
+        if self._task is None or self._stopping or self._wake_fut is None:
+            self.wake()  # not sleeping (running, or about to): it will look anyway
+            return
+        now = _now_ms()
+        try:
+            delay = self._run_once(now)
+        except Exception:
+            log.exception("producer send pass failed")
+            self.wake()
+            return
+        if now + delay < self._sleep_until:
+            self.wake()
 
     def wake(self) -> None:
         fut = self._wake_fut
@@ -142,6 +161,7 @@ class Sender:
         loop = asyncio.get_running_loop()
         fut = self._wake_fut = loop.create_future()
         handle = None
+        self._sleep_until = _now_ms() + delay_ms
         if delay_ms != math.inf:
             handle = loop.call_later(max(delay_ms, 0.0) / 1000.0, _resolve, fut)
         try:
@@ -149,6 +169,7 @@ class Sender:
         finally:
             self._wake_fut = None
             self._woken = False
+            self._sleep_until = 0.0
             if handle is not None:
                 handle.cancel()
 
