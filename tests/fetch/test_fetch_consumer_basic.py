@@ -276,3 +276,18 @@ async def test_fetch_request_carries_options(kafka_cluster: EmbeddedCluster) -> 
     assert req.max_bytes <= 5000
     assert {p.partition_max_bytes for t in req.topics for p in t.partitions} == {1500}
     assert rec.requests[0].api_version == FetchRequest.MAX_VERSION  # highest version both sides support
+
+
+async def test_topic_subscription_before_the_topic_exists(kafka_cluster: EmbeddedCluster) -> None:
+    async with Consumer(
+        kafka_cluster.bootstrap,
+        topics=["later"],
+        auto_offset_reset="earliest",
+        fetch_max_wait_ms=50,
+        allow_auto_topic_creation=False,  # a client option, passed through
+    ) as consumer:
+        assert await consumer.getmany(timeout_ms=100) == {}
+        kafka_cluster.create_topic("later", 2)
+        await fill(kafka_cluster.bootstrap, {TopicPartition("later", 1): 3})
+        recs = await take(consumer, 3)
+        assert [(r.partition, r.offset) for r in recs] == [(1, 0), (1, 1), (1, 2)]

@@ -38,7 +38,7 @@ from .config import ConsumerConfig
 from .decode import CompletedFetch, parse_partition
 from .offsets import EARLIEST, LATEST, list_offsets, offsets_for_leader_epochs
 from .session import SESSION_ERRORS, FetchPlan, FetchSession, PartitionFetch
-from .subscription import OffsetAndMetadata, PartitionState, SubscriptionState
+from .subscription import OffsetAndMetadata, PartitionState, SubscriptionState, SubscriptionType
 
 if TYPE_CHECKING:
     from aiokafka_lite.net import Client, ClusterMetadata
@@ -241,6 +241,9 @@ class Fetcher:
                     unknown_leader.add(tp.topic)
                 else:
                     needed.add(node)
+            if self._sub.subscription_type is SubscriptionType.TOPICS:
+                # Subscribed topics that do not exist (yet): look again every tick.
+                unknown_leader.update(t for t in self._sub.subscribed_topics if t not in cluster.topics)
             if unknown_leader:
                 self._refresh_metadata_soon(unknown_leader)
             for node in needed:
