@@ -20,6 +20,7 @@ import itertools
 import logging
 import ssl
 import struct
+import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -71,6 +72,7 @@ SASL_AUTHENTICATE: Final = 36
 _MAX_QUEUED_FRAMES: Final = 64  # pause reading beyond this many unserved requests
 _MAX_QUEUED_BYTES: Final = 16 * 1024 * 1024
 IDLE_TIMEOUT: Final = 600.0  # connections.max.idle.ms
+_DIRECT_WRITE: Final = 64 * 1024  # response parts at least this big are written without joining
 _conn_ids = itertools.count(1)
 
 MechanismFactory = Callable[[], ServerMechanism]
@@ -107,6 +109,7 @@ class BrokerServer:
         self.ssl_context = ssl_context
         self.sasl = sasl
         self._server: asyncio.Server | None = None
+        self._sweeper: asyncio.Task[None] | None = None
         self.connections: set[_Connection] = set()
 
     @property
@@ -130,6 +133,7 @@ class BrokerServer:
         info.host, info.port = self.host, self.port
         if mark_alive:
             self.state.set_broker_alive(self.node_id, True)
+        self._sweeper = loop.create_task(self._sweep_idle(), name=f"kafka-broker-{self.node_id}-idle")
         log.debug("broker %d listening on %s", self.node_id, self.address)
 
     async def stop(self) -> None:
@@ -138,6 +142,10 @@ class BrokerServer:
         if server is None:
             return
         server.close()
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            await asyncio.gather(self._sweeper, return_exceptions=True)
+            self._sweeper = None
         conns = list(self.connections)
         for c in conns:
             c.abort()
@@ -147,6 +155,16 @@ class BrokerServer:
         except TimeoutError:
             log.warning("broker %d: listener did not close in time", self.node_id)
         self.state.set_broker_alive(self.node_id, False)
+
+    async def _sweep_idle(self) -> None:
+        """Closes connections idle for longer than connections.max.idle.ms (10 minutes)."""
+        while True:
+            await asyncio.sleep(min(IDLE_TIMEOUT / 10, 60.0))
+            cutoff = time.monotonic() - IDLE_TIMEOUT
+            for c in list(self.connections):
+                if c.last_active < cutoff and not c.busy:
+                    log.info("%s: closing idle connection", c.id)
+                    c.abort()
 
     def close_connections(self) -> None:
         for c in list(self.connections):
@@ -168,6 +186,8 @@ class _Connection(asyncio.Protocol):
         self._wakeup: asyncio.Future[None] | None = None
         self._writable: asyncio.Future[None] | None = None
         self._closed = False
+        self._eof = False
+        self.last_active = time.monotonic()
         self._task: asyncio.Task[None] | None = None
         self._done = asyncio.get_running_loop().create_future()
         # SASL
@@ -180,6 +200,8 @@ class _Connection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
+        # Room for a few stored batches before the loop waits for the socket to drain.
+        transport.set_write_buffer_limits(high=1024 * 1024)
         peer = transport.get_extra_info("peername")
         self.client_host = str(peer[0]) if peer else ""
         if len(self.broker.connections) >= self.broker.state.config.max_connections:
@@ -211,9 +233,10 @@ class _Connection(asyncio.Protocol):
             self._wake()
 
     def eof_received(self) -> bool | None:
-        self._closed = True
+        # The client will send nothing more: answer what it sent, then close.
+        self._eof = True
         self._wake()
-        return None
+        return True
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
@@ -228,6 +251,11 @@ class _Connection(asyncio.Protocol):
     def resume_writing(self) -> None:
         if self._writable is not None and not self._writable.done():
             self._writable.set_result(None)
+
+    @property
+    def busy(self) -> bool:
+        """Serving a request (e.g. a long-polling fetch) or holding queued ones."""
+        return self._wakeup is None or bool(self._frames)
 
     def _wake(self) -> None:
         w = self._wakeup
@@ -251,19 +279,17 @@ class _Connection(asyncio.Protocol):
         try:
             while True:
                 if not self._frames:
-                    if self._closed:
+                    if self._closed or self._eof:
                         return
                     self._wakeup = loop.create_future()
                     try:
-                        await asyncio.wait_for(self._wakeup, IDLE_TIMEOUT)
-                    except TimeoutError:
-                        log.info("%s: closing idle connection", self.id)
-                        return
+                        await self._wakeup
                     finally:
                         self._wakeup = None
                     continue
                 frame = self._frames.popleft()
                 self._queued_bytes -= len(frame)
+                self.last_active = time.monotonic()
                 if self._reading_paused and len(self._frames) <= _MAX_QUEUED_FRAMES // 2:
                     self._reading_paused = False
                     if self.transport is not None and not self._closed:
@@ -293,6 +319,44 @@ class _Connection(asyncio.Protocol):
         if self._closed or self.transport is None:
             raise CloseConnection()
         self.transport.write(data)
+        w = self._writable
+        if w is not None and not w.done():
+            await w
+
+    async def _write_parts(self, parts: list[bytes | bytearray | memoryview]) -> None:
+        """Writes a response given as buffers (stored batches) without joining it whole.
+
+        Large parts go to the transport as they are (the socket usually takes them
+        without a copy); runs of small ones are joined. Waiting for the transport to
+        drain between parts keeps its buffer small, so a 50 MB fetch response never
+        sits in (and is shifted around within) one transport buffer.
+        """
+        transport = self.transport
+        if self._closed or transport is None:
+            raise CloseConnection()
+        small: list[bytes | bytearray | memoryview] = []
+        small_size = 0
+        for part in parts:
+            if len(part) < _DIRECT_WRITE:
+                small.append(part)
+                small_size += len(part)
+                if small_size < _DIRECT_WRITE:
+                    continue
+                part = b"".join(small)
+                small.clear()
+                small_size = 0
+            elif small:
+                transport.write(b"".join(small))
+                small.clear()
+                small_size = 0
+            transport.write(part)
+            w = self._writable
+            if w is not None and not w.done():
+                await w
+                if self._closed:
+                    raise CloseConnection()
+        if small:
+            transport.write(b"".join(small))
         w = self._writable
         if w is not None and not w.done():
             await w
@@ -375,6 +439,11 @@ class _Connection(asyncio.Protocol):
         if result is None:
             return
         if isinstance(result, EncodedResponse):
+            if result.size >= _DIRECT_WRITE:
+                await self._write_parts(
+                    [self._encoded_head(result, api_key, api_version, corr), *result.parts]
+                )
+                return
             data = self._frame_encoded(result, api_key, api_version, corr)
         else:
             try:
@@ -393,13 +462,15 @@ class _Connection(asyncio.Protocol):
             raise CloseConnection("SASL authentication failed")
 
     @staticmethod
-    def _frame_encoded(result: EncodedResponse, api_key: int, api_version: int, corr: int) -> bytes:
-        flexible_header = response_header_version(api_key, api_version) >= 1
-        head_len = 8 + (1 if flexible_header else 0)
-        head = bytearray(_SIZE_CORR.pack(head_len - 4 + result.size, corr))
-        if flexible_header:
-            head.append(0)  # empty tagged fields of response header v1
-        return b"".join([head, *result.parts])
+    def _encoded_head(result: EncodedResponse, api_key: int, api_version: int, corr: int) -> bytes:
+        """Size prefix and response header of an ``EncodedResponse``."""
+        if response_header_version(api_key, api_version) >= 1:
+            return _SIZE_CORR.pack(5 + result.size, corr) + b"\x00"  # header v1: empty tagged fields
+        return _SIZE_CORR.pack(4 + result.size, corr)
+
+    @classmethod
+    def _frame_encoded(cls, result: EncodedResponse, api_key: int, api_version: int, corr: int) -> bytes:
+        return b"".join([cls._encoded_head(result, api_key, api_version, corr), *result.parts])
 
     def _api_versions_fallback(self, corr: int) -> bytes:
         """UNSUPPORTED_VERSION in a v0 body listing what we support (KIP-511 fallback)."""
