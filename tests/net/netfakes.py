@@ -308,3 +308,10 @@ class FakeSasl:
             )
         self.auths.append(who)
         return SaslAuthenticateResponse(session_lifetime_ms=self.lifetime_ms)
+
+
+async def eventually(predicate: Callable[[], bool], within_s: float = 10.0) -> None:
+    """Wait until ``predicate()`` holds (checked every 10 ms), failing after ``within_s``."""
+    async with asyncio.timeout(within_s):
+        while not predicate():  # noqa: ASYNC110 - polling external state, no event to wait on
+            await asyncio.sleep(0.01)
