@@ -26,7 +26,9 @@ from aiokafka_lite.wire.records import encode_batch
 
 async def healthy(cluster: EmbeddedCluster) -> bool:
     async with await RawClient.connect(cluster.bootstrap) as c:
-        resp = await c.request(ApiVersionsRequest(), 3, within=5)
+        resp = await c.request(
+            ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3, within=5
+        )
         return isinstance(resp, ApiVersionsResponse) and resp.error_code == 0
 
 

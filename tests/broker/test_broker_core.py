@@ -421,3 +421,20 @@ async def test_stop_broker_moves_leadership(kafka_cluster_factory) -> None:  # t
         assert sorted(b.node_id for b in resp.brokers) == [1, 2, 3]  # type: ignore[attr-defined]
     leader, epoch = cluster.move_leader("t", 0, 2)
     assert (leader, epoch) == (2, t.partitions[0].leader_epoch)
+
+
+async def test_api_versions_rejects_bad_software_names(kafka_cluster: EmbeddedCluster) -> None:
+    async with await RawClient.connect(kafka_cluster.bootstrap) as c:
+        for name, ver, ok in [
+            ("librdkafka", "2.1", True),
+            ("a.b-c", "1", True),
+            ("under_score", "1", False),
+            ("-x", "1", False),
+            ("", "1.0", False),
+            ("x", "1.0!", False),
+        ]:
+            resp = await c.request(
+                ApiVersionsRequest(client_software_name=name, client_software_version=ver), 3
+            )
+            assert isinstance(resp, ApiVersionsResponse)
+            assert (resp.error_code == 0) is ok, name

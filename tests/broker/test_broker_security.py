@@ -69,7 +69,9 @@ async def test_sasl_authenticate_v1(kafka_cluster_factory, mechanism: str) -> No
 async def test_requests_before_authentication_close_the_connection(kafka_cluster_factory) -> None:  # type: ignore[no-untyped-def]
     cluster = await kafka_cluster_factory(sasl_users=USERS)
     async with await RawClient.connect(cluster.bootstrap) as c:
-        assert (await c.request(ApiVersionsRequest(), 3)).error_code == 0  # type: ignore[attr-defined]
+        assert (
+            await c.request(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3)
+        ).error_code == 0  # type: ignore[attr-defined]
         hs = await c.request(SaslHandshakeRequest(mechanism="GSSAPI"), 1)
         assert isinstance(hs, SaslHandshakeResponse)
         assert hs.error_code == UnsupportedSaslMechanismError.code

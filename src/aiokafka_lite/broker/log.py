@@ -32,7 +32,6 @@ from aiokafka_lite.errors import (
     DuplicateSequenceNumberError,
     InvalidProducerEpochError,
     InvalidRecordError,
-    InvalidTimestampError,
     KafkaError,
     MessageSizeTooLargeError,
     OutOfOrderSequenceNumberError,
@@ -684,6 +683,3 @@ def build_control_batch(
     crc = crc32c.crc32c(after_crc)
     length = 4 + 1 + 4 + len(after_crc)  # leader epoch + magic + crc + rest
     return struct.pack(">qiibI", base_offset, length, leader_epoch, 2, crc) + after_crc
-
-
-_ = InvalidTimestampError  # imported for handlers validating timestamps

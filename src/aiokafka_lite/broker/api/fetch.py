@@ -36,7 +36,6 @@ from aiokafka_lite.errors import (
 )
 from aiokafka_lite.wire.message import Request
 from aiokafka_lite.wire.messages import FetchRequest
-from aiokafka_lite.wire.primitives import ZERO_UUID
 
 __all__ = ["FetchSessionCache", "encode_fetch_response", "register"]
 
@@ -428,6 +427,3 @@ def encode_fetch_response(
     parts.append(buf)
     size = sum(len(p) for p in parts)
     return EncodedResponse(parts, size)
-
-
-_ = ZERO_UUID

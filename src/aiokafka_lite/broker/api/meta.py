@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Final
 
@@ -34,11 +35,21 @@ __all__ = ["register"]
 TOPIC_OPERATIONS: Final = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 CLUSTER_OPERATIONS: Final = sum(1 << op for op in (4, 5, 7, 8, 9, 10, 11, 12))
 OMITTED_OPERATIONS: Final = -(2**31)
+_SOFTWARE: Final = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
 def register(registry: HandlerRegistry) -> None:
     async def api_versions(ctx: RequestContext, req: Request) -> Response:
         assert isinstance(req, ApiVersionsRequest)
+        name, version = req.client_software_name, req.client_software_version
+        if (
+            ctx.api_version >= 3
+            and (name or version)
+            and not (_SOFTWARE.fullmatch(name) and _SOFTWARE.fullmatch(version))
+        ):
+            # KIP-511: Kafka rejects client software names/versions outside this pattern.
+            # (Deviation: both empty is accepted, as from a hand-built test request.)
+            return ApiVersionsResponse(error_code=InvalidRequestError.code)
         return ApiVersionsResponse(
             error_code=0,
             api_keys=[
