@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 from click.testing import Result
@@ -103,7 +104,7 @@ def test_produce_keys_headers_partition_compression(kafka_bootstrap: str, topic:
     assert fmt.stdout == "2:0 user-1=login;2:1 user-2=logout;"
 
 
-def test_produce_from_a_file(kafka_bootstrap: str, topic: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_produce_from_a_file(kafka_bootstrap: str, topic: str, tmp_path: Path) -> None:
     path = tmp_path / "lines.txt"
     path.write_bytes(b"".join(b"line %d\n" % i for i in range(5000)))
     ok(cli(kafka_bootstrap, "produce", topic, "--file", str(path), "-z", "lz4"))
