@@ -291,3 +291,10 @@ async def test_topic_subscription_before_the_topic_exists(kafka_cluster: Embedde
         await fill(kafka_cluster.bootstrap, {TopicPartition("later", 1): 3})
         recs = await take(consumer, 3)
         assert [(r.partition, r.offset) for r in recs] == [(1, 0), (1, 1), (1, 2)]
+
+
+async def test_start_without_brokers_fails_cleanly() -> None:
+    consumer = Consumer("127.0.0.1:1", request_timeout_ms=300, reconnect_backoff_ms=10)
+    with pytest.raises((E.NoBrokersAvailableError, E.KafkaTimeoutError)):
+        await consumer.start()
+    assert consumer.client.closed

@@ -159,8 +159,12 @@ class Consumer:
             raise E.ClosedError("consumer is closed")
         if self._started:
             return
-        if self._own_client or not self._client.closed:
+        try:
             await self._client.start()
+        except BaseException:
+            if self._own_client:
+                await self._client.close()
+            raise
         cfg = self.config
         if cfg.group_id is not None:
             try:
