@@ -286,7 +286,7 @@ class RecordAccumulator:
         if self.compression is not Compression.NONE:
             ratio = self.ratios.estimate(topic) * CompressionRatioEstimator.SAFETY
             limit = int(limit / ratio)
-        return max(min(limit, self.max_request_size), record_size + BATCH_OVERHEAD)
+        return max(min(limit, self.max_request_size, self.pool.total), record_size + BATCH_OVERHEAD)
 
     def new_batch(self, q: PartitionQueue, limit: int, reserved: int, now_ms: float) -> ProducerBatch:
         """Open a new batch on ``q`` (memory already reserved by the caller)."""

@@ -4,7 +4,24 @@ Appending a record is synchronous Python on the fast path (topic known, room in 
 partition's open batch or buffer memory free): no task, no future, no await that
 suspends. ``send`` then waits on the batch; ``enqueue`` returns a ``RecordFuture``
 (a ``(batch, index)`` handle). Only an unknown topic or a full buffer takes the slow
-path, which waits up to ``max_block_ms``.
+path, which waits up to ``max_block_ms``. ``send_batch``/``enqueue_batch`` append
+keyless records straight into the batch builder, one C call per record.
+
+Semantics follow the Java producer; the deliberate differences:
+
+* Until a partition's first batch under a producer id/epoch is acknowledged, it is the
+  only one in flight for that partition (see ``sequencing``): a broker without state
+  for the producer accepts any first sequence, which could otherwise leave a silent gap.
+* The uniform sticky partitioner is credited with the bytes of each *closed* batch of
+  its current partition (full, or drained by linger), not record by record; with mixed
+  keyed and keyless traffic on that partition, keyed bytes count too.
+* ``partitioner.availability.timeout.ms`` and ``metadata.max.idle.ms`` are not
+  implemented; adaptive partitioning uses queue lengths only.
+* A batch is compressed when it is full (or when drained), not while appending; the
+  compression ratio estimate sizes later batches so they stay near ``batch_size`` on the
+  wire. ``buffer_memory`` counts each open batch's (uncompressed) size limit.
+* Python ``asyncio`` has one thread: a tight loop of ``enqueue`` without awaits that
+  suspend does not let the sender run until buffer memory runs out (then it does).
 """
 
 from __future__ import annotations
@@ -48,6 +65,8 @@ _BYTES_TYPES: Final = (bytes, bytearray, memoryview)
 
 _time = time.time
 _new_future = object.__new__
+#: A producer loop that never suspends yields to the sender after this many full batches.
+_YIELD_EVERY_FULL_BATCHES: Final = 8
 #: End-of-iteration marker for the bulk path.
 _END: Final = object()
 
@@ -136,6 +155,7 @@ class Producer:
         #: No serializers: bytes keys/values go straight to the batch builder.
         self._plain = cfg.key_serializer is None and cfg.value_serializer is None
         self._linger_zero = cfg.linger_ms == 0
+        self._full_since_yield = 0
         self._started = False
         self._closed = False
         #: Closed, or the sender hit a fatal error: new records are refused.
@@ -451,6 +471,7 @@ class Producer:
         if q.open is not None:
             self._acc.mark_full(q)  # may move the sticky partition on (KIP-794)
             self._sender.wake()
+            self._full_since_yield += 1
             sticky = state.sticky
             if partition is None and sticky is not None and (key is None or not self._keyed):
                 p = sticky.current
@@ -608,6 +629,12 @@ class Producer:
         batch, index = self._append(topic, value, key, partition, timestamp_ms, headers)
         if batch is None:
             batch, index = await self._append_slow(topic, partition, headers, index)
+        elif self._full_since_yield >= _YIELD_EVERY_FULL_BATCHES:
+            # Batches keep filling up: let the sender put them on the wire now rather than
+            # when buffer memory runs out (a caller looping over enqueue never suspends).
+            # Not after every batch: requests carrying several batches are cheaper.
+            self._full_since_yield = 0
+            await asyncio.sleep(0)
         fut = _new_future(RecordFuture)
         fut._batch = batch
         fut._index = index
