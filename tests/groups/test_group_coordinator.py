@@ -337,3 +337,44 @@ async def test_duplicate_static_instance_fences_the_old_member(cluster: Embedded
     with pytest.raises(FencedInstanceIdError):
         await a.gc.poll()
     await close_all(a, b)
+
+
+class EverythingToFirst:
+    """A user-defined assignor: all partitions to the smallest member id."""
+
+    name = "everything-to-first"
+    rebalance_protocol = "eager"
+
+    def metadata(self, topics: list[str], owned: list[TP], generation: int) -> bytes | None:
+        return b"custom"
+
+    def assign(
+        self,
+        members: dict[str, object],
+        partitions_per_topic: dict[str, int],
+        partition_racks: dict[TP, set[str]] | None = None,
+    ) -> dict[str, list[TP]]:
+        first = min(members)
+        return {
+            m: [TP(t, p) for t, n in sorted(partitions_per_topic.items()) for p in range(n)]
+            if m == first
+            else []
+            for m in members
+        }
+
+
+async def test_user_defined_assignor(cluster: EmbeddedCluster) -> None:
+    strategy = {"partition_assignment_strategy": [EverythingToFirst()]}
+    a = await Member(cluster, "a", **strategy).start()
+    b = await Member(cluster, "b", **strategy).start()
+    await eventually(
+        lambda: (
+            {frozenset(a.assignment()), frozenset(b.assignment())} == {frozenset(ALL), frozenset()}
+            and a.gc.state is MemberState.STABLE
+            and b.gc.state is MemberState.STABLE
+            and not (a.gc.membership.rejoin_needed or b.gc.membership.rejoin_needed)
+        )
+    )
+    winner = a if a.assignment() else b
+    assert winner.gc.membership.member_id == min(a.gc.membership.member_id, b.gc.membership.member_id)
+    await close_all(a, b)
