@@ -321,6 +321,8 @@ class GroupCoordinator:
         if grace_ms > 0:
             done, _ = await asyncio.wait({task}, timeout=grace_ms / 1000)
             if done:
+                if not task.cancelled() and task.exception() is not None:
+                    log.debug("group task ended with %r", task.exception())  # already recorded as a crash
                 return
         task.cancel()
         try:
