@@ -437,6 +437,11 @@ class Fetcher:
     ) -> None:
         ids: dict[uuid.UUID, str] | None = None
         added = False
+        # Records are zero-copy views of the response frame. With several partitions in
+        # a response, one slowly consumed partition would pin the whole frame while the
+        # budget counts only its part, so each partition then gets its own copy
+        # (a memcpy: cheap next to decoding) and the accounting stays exact.
+        shared = sum(1 for t in response.responses for p in t.partitions if p.records) > 1
         for topic in response.responses:
             name = topic.topic
             if not name:
@@ -454,7 +459,7 @@ class Fetcher:
                     continue
                 if pd.error_code:
                     self._partition_error(node, tp, st, sent, pd, now)
-                elif self._partition_data(node, tp, st, sent, pd, now):
+                elif self._partition_data(node, tp, st, sent, pd, now, shared):
                     added = True
         if added:
             self.data_ready.set()
@@ -467,6 +472,7 @@ class Fetcher:
         sent: PartitionFetch,
         pd: FetchResponse.PartitionData,
         now: float,
+        copy: bool = False,
     ) -> bool:
         st.high_watermark = pd.high_watermark
         if pd.last_stable_offset >= 0:
@@ -484,6 +490,8 @@ class Fetcher:
         records = pd.records
         if not records:
             return False
+        if copy:
+            records = bytes(records)
         aborted = None
         if self._isolation and pd.aborted_transactions:
             aborted = [(a.producer_id, a.first_offset) for a in pd.aborted_transactions]
