@@ -339,3 +339,17 @@ async def test_linger_zero_sends_at_once_but_bulk_appends_still_batch(kafka_clus
             assert keyed[-1].offset == 1500
         batches = sum(len(td.partition_data) for r in rec.requests for td in r.request.topic_data)  # type: ignore[attr-defined]
     assert batches < 20
+
+
+async def test_topic_names_used_when_metadata_has_no_topic_ids(kafka_cluster: EmbeddedCluster) -> None:
+    from aiokafka_lite.wire.messages import MetadataRequest
+
+    kafka_cluster.create_topic("noid", 1)
+    with kafka_cluster.record_requests(ProduceRequest) as rec:
+        # Metadata v9 carries no topic ids, yet the broker speaks Produce v13 (ids only).
+        async with Client(kafka_cluster.bootstrap, max_versions={MetadataRequest.API_KEY: 9}) as client:
+            async with Producer(client=client) as producer:
+                assert (await producer.send("noid", b"a")).offset == 0
+                assert (await producer.send("noid", b"b")).offset == 1
+        versions = [r.api_version for r in rec.requests]
+    assert versions and max(versions) <= 12

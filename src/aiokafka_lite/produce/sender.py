@@ -44,6 +44,8 @@ _MESSAGE_TOO_LARGE: Final = 10
 _NETWORK_EXCEPTION: Final = 13
 _REQUEST_TIMED_OUT: Final = 7
 _TRANSACTIONAL_ID_MAX_TIMEOUT: Final = 2**31 - 1
+#: Produce v13 identifies topics by id only (KIP-516).
+_LAST_VERSION_WITH_TOPIC_NAMES: Final = 12
 
 
 def _now_ms() -> float:
@@ -282,12 +284,15 @@ class Sender:
     def _send(self, node: int, batches: list[ProducerBatch], now: float) -> None:
         by_topic: dict[str, ProduceRequest.TopicProduceData] = {}
         topics = self._topics.topics
+        version: int | None = None  # negotiated by the client
         for batch in batches:
             topic = batch.tp.topic
             td = by_topic.get(topic)
             if td is None:
                 state = topics.get(topic)
                 topic_id = state.topic_id if state is not None and state.topic_id is not None else ZERO_UUID
+                if topic_id == ZERO_UUID:
+                    version = _LAST_VERSION_WITH_TOPIC_NAMES  # no id known: name the topic
                 td = by_topic[topic] = ProduceRequest.TopicProduceData(name=topic, topic_id=topic_id)
             td.partition_data.append(
                 ProduceRequest.PartitionProduceData(index=batch.tp.partition, records=batch.buffer)
@@ -300,16 +305,24 @@ class Sender:
         )
         self._in_flight[node] = self._in_flight.get(node, 0) + 1
         self.requests_sent += 1
-        task = asyncio.get_running_loop().create_task(self._produce(node, req, batches))
+        if version is not None:
+            try:
+                version = min(version, self._client.api_version(node, ProduceRequest.API_KEY))
+            except KeyError:  # not connected yet: let the client negotiate (names still work <= 12)
+                version = None
+        task = asyncio.get_running_loop().create_task(self._produce(node, req, batches, version))
         self._requests.add(task)
         task.add_done_callback(self._requests.discard)
 
-    async def _produce(self, node: int, req: ProduceRequest, batches: list[ProducerBatch]) -> None:
+    async def _produce(
+        self, node: int, req: ProduceRequest, batches: list[ProducerBatch], version: int | None = None
+    ) -> None:
         try:
             try:
                 resp = await self._client.send(
                     req,
                     node_id=node,
+                    version=version,
                     timeout_ms=self._cfg.request_timeout_ms,
                     expect_response=self._acks != 0,
                 )
