@@ -293,8 +293,11 @@ class RecordFuture:
         return batch.error
 
     def add_done_callback(self, fn: Callable[[RecordFuture], Any]) -> None:
-        """Call ``fn(self)`` once the record is delivered or failed."""
-        self._batch.add_done_callback(lambda _b: fn(self))
+        """Schedule ``fn(self)`` once the record is delivered or failed. Like asyncio
+        futures, callbacks run from the event loop (``call_soon``), never inside the
+        producer's own code, so they may freely call the producer again."""
+        loop = asyncio.get_running_loop()
+        self._batch.add_done_callback(lambda _b: loop.call_soon(fn, self))
 
     def as_future(self) -> asyncio.Future[RecordMetadata]:
         """A real ``asyncio.Future`` with the same outcome (for APIs that need one)."""
