@@ -297,7 +297,11 @@ class RecordFuture:
         futures, callbacks run from the event loop (``call_soon``), never inside the
         producer's own code, so they may freely call the producer again."""
         loop = asyncio.get_running_loop()
-        self._batch.add_done_callback(lambda _b: loop.call_soon(fn, self))
+
+        def schedule(_batch: ProducerBatch) -> None:
+            loop.call_soon(fn, self)
+
+        self._batch.add_done_callback(schedule)
 
     def as_future(self) -> asyncio.Future[RecordMetadata]:
         """A real ``asyncio.Future`` with the same outcome (for APIs that need one)."""
