@@ -349,10 +349,11 @@ class Fetcher:
             # all this request needs to reserve: other brokers' loops share the budget.
             want_bytes = min(cfg.fetch_max_bytes, len(wanted) * cfg.max_partition_fetch_bytes)
             threshold = min(want_bytes, self._min_request_bytes)
-            if self.buffer.available() < threshold and not self._evict_paused(threshold):
-                self._space.clear()
-                await self._wait_space(event)
-                continue
+            if self.buffer.available() < threshold:
+                self._space.clear()  # before the re-check: a release right after still wakes us
+                if self.buffer.available() < threshold and not self._evict_paused(threshold):
+                    await self._wait_space(event)
+                    continue
             max_bytes = min(want_bytes, max(self.buffer.available(), 1))
             plan = session.build(wanted)
             request = plan.to_request(
