@@ -37,6 +37,16 @@ async def main(bootstrap: str | None) -> None:
         topic = f"iter-{uuid.uuid4().hex[:6]}"
         async with Admin(bootstrap) as admin:
             (await admin.create_topics([NewTopic(topic, partitions=3)])).raise_errors()
+        try:
+            await tour(bootstrap, topic)
+        finally:
+            if external:  # leave a real cluster as we found it (once our clients are closed)
+                async with Admin(bootstrap) as admin:
+                    await admin.delete_topics([topic])
+
+
+async def tour(bootstrap: str, topic: str) -> None:
+    async with contextlib.AsyncExitStack() as stack:
         p0, p1, p2 = (TopicPartition(topic, p) for p in range(3))
 
         producer = await stack.enter_async_context(Producer(bootstrap))
@@ -97,9 +107,6 @@ async def main(bootstrap: str | None) -> None:
 
         end = await consumer.end_offsets([p0, p1, p2])
         print(f"end offsets: {[end[tp] for tp in (p0, p1, p2)]}")
-        if external:  # leave a real cluster as we found it
-            async with Admin(bootstrap) as admin:
-                await admin.delete_topics([topic])
 
 
 if __name__ == "__main__":

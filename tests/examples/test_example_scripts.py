@@ -39,9 +39,10 @@ def test_group_workers_example() -> None:
     proc = run_example("group_workers")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
-    assert "handled 600 distinct records, 0 twice, 0 out of order per account" in out
+    # Redelivery after a rebalance is allowed (at least once); loss and reordering are not.
+    assert re.search(r"handled 600 distinct records, (\d+) twice, 0 out of order per account", out), out
     processed = [int(n) for n in re.findall(r"member-[ab]: processed (\d+) records", out)]
-    assert len(processed) == 2 and sum(processed) == 600, out
+    assert len(processed) == 2 and sum(processed) >= 600, out
     assert out.rstrip().endswith("lag 0"), out
 
 
