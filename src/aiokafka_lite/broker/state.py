@@ -209,6 +209,7 @@ class ClusterState:
         ids = set(broker_ids)
         for bid in ids:
             self.brokers[bid].alive = alive
+        moved = False
         for p in self.iter_partitions():
             if alive:
                 for bid in ids:
@@ -217,18 +218,21 @@ class ClusterState:
             else:
                 p.isr[:] = [r for r in p.isr if r not in ids] or p.isr[:1]
             if not self.is_alive(p.leader_id):
-                self._elect(p)
+                moved = self._elect(p) or moved
+        if moved and self.storage is not None:
+            self.storage.save_metadata(self)
         self.changed()
 
-    def _elect(self, p: Partition) -> None:
+    def _elect(self, p: Partition) -> bool:
         candidates = [r for r in p.replicas if self.is_alive(r)] or sorted(
             b.node_id for b in self.live_brokers()
         )
         if not candidates:
-            return  # whole cluster down: keep the old leader, nobody can reach it anyway
-        self.set_leader(p, candidates[p.index % len(candidates)])
+            return False  # whole cluster down: keep the old leader, nobody can reach it anyway
+        self.set_leader(p, candidates[p.index % len(candidates)], persist=False)
+        return True
 
-    def set_leader(self, p: Partition, broker_id: int) -> None:
+    def set_leader(self, p: Partition, broker_id: int, *, persist: bool = True) -> None:
         """Moves leadership (bumping the leader epoch), as a Kafka leader election does."""
         if broker_id not in self.brokers:
             raise InvalidRequestError(f"no broker {broker_id}")
@@ -239,7 +243,7 @@ class ClusterState:
             p.replicas.append(broker_id)
         if broker_id not in p.isr:
             p.isr.append(broker_id)
-        if self.storage is not None:
+        if persist and self.storage is not None:
             self.storage.save_metadata(self)
 
     # -- change notification -------------------------------------------------------

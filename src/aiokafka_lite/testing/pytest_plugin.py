@@ -30,12 +30,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from aiokafka_lite.broker.cluster import EmbeddedCluster
-from aiokafka_lite.testing.threaded import ThreadedCluster
+# The broker is imported when a fixture needs it, so that merely having the plugin
+# installed costs a test session nothing.
+if TYPE_CHECKING:
+    from aiokafka_lite.broker.cluster import EmbeddedCluster
+    from aiokafka_lite.testing.threaded import ThreadedCluster
 
 __all__ = [
     "kafka_bootstrap",
@@ -140,6 +143,8 @@ def kafka_bootstrap(request: pytest.FixtureRequest) -> Iterator[str]:
         cluster: EmbeddedCluster = request.getfixturevalue("kafka_cluster")
         yield cluster.bootstrap
         return
+    from aiokafka_lite.testing.threaded import ThreadedCluster
+
     tc = ThreadedCluster(brokers=1)
     tc.start()
     try:
@@ -152,17 +157,21 @@ def kafka_bootstrap(request: pytest.FixtureRequest) -> Iterator[str]:
 async def kafka_cluster(pytestconfig: pytest.Config) -> AsyncIterator[EmbeddedCluster]:
     """A fresh one-broker embedded cluster in the test's event loop."""
     _require_embedded(pytestconfig)
+    from aiokafka_lite.broker.cluster import EmbeddedCluster
+
     async with EmbeddedCluster(brokers=1) as cluster:
         yield cluster
 
 
-ClusterFactory = Callable[..., Awaitable[EmbeddedCluster]]
+ClusterFactory = Callable[..., Awaitable["EmbeddedCluster"]]
 
 
 @pytest.fixture
 async def kafka_cluster_factory(pytestconfig: pytest.Config) -> AsyncIterator[ClusterFactory]:
     """``await factory(**EmbeddedCluster kwargs)``: started clusters, closed at teardown."""
     _require_embedded(pytestconfig)
+    from aiokafka_lite.broker.cluster import EmbeddedCluster
+
     clusters: list[EmbeddedCluster] = []
 
     async def factory(**kwargs: Any) -> EmbeddedCluster:
@@ -182,6 +191,8 @@ async def kafka_cluster_factory(pytestconfig: pytest.Config) -> AsyncIterator[Cl
 def kafka_threaded_cluster_factory(pytestconfig: pytest.Config) -> Iterator[Callable[..., ThreadedCluster]]:
     """``factory(**EmbeddedCluster kwargs) -> ThreadedCluster`` (started), closed at teardown."""
     _require_embedded(pytestconfig)
+    from aiokafka_lite.testing.threaded import ThreadedCluster
+
     started: list[ThreadedCluster] = []
 
     def factory(**kwargs: Any) -> ThreadedCluster:

@@ -80,11 +80,9 @@ async def list_offsets(ctx: RequestContext, req: Request) -> Response:
             elif ts == EARLIEST_PENDING_UPLOAD:
                 pr.offset = -1
             elif ts == MAX_TIMESTAMP:
-                if plog.max_timestamp_offset >= plog.log_start_offset:
-                    pr.offset = plog.max_timestamp_offset
-                    pr.timestamp = plog.max_timestamp
-                else:
-                    pr.offset, pr.timestamp = -1, -1
+                # The (first) record carrying the largest timestamp (KIP-734).
+                found = plog.offset_for_timestamp(plog.max_timestamp) if plog.max_timestamp >= 0 else None
+                pr.offset, pr.timestamp = found if found is not None else (-1, -1)
             elif ts >= 0:
                 found = plog.offset_for_timestamp(ts)
                 if found is None:
