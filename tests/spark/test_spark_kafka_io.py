@@ -3,8 +3,8 @@ planning offset ranges on the driver, reading exact ranges in tasks, writing row
 
 from __future__ import annotations
 
-import asyncio
 import gc
+import threading
 import time
 from typing import Any
 
@@ -155,15 +155,24 @@ def test_read_range_leaves_nothing_running(kafka_bootstrap: str) -> None:
     create_topic(kafka_bootstrap, "clean", 1)
     produce(kafka_bootstrap, "clean", values({0: 100}))
     opts = source(kafka_bootstrap, subscribe="clean")
-    gen = kafka_io.read_range(opts, OffsetRange("clean", 0, 0, 100))
-    first = next(gen)
-    assert first[0].offset == 0
-    live = [o for o in gc.get_objects() if isinstance(o, Consumer) and not o.closed]
-    assert len(live) == 1
-    gen.close()  # Spark stops reading early (e.g. limit()): the consumer and its loop close
-    assert live[0].closed
-    with pytest.raises(RuntimeError):
-        asyncio.get_running_loop()  # no loop left running in this thread
+
+    def io_threads() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if t.name == "aiokafka-lite-spark-io"]
+
+    for stop_early in (True, False):
+        gen = kafka_io.read_range(opts, OffsetRange("clean", 0, 0, 100))
+        first = next(gen)
+        assert first[0].offset == 0
+        live = [o for o in gc.get_objects() if isinstance(o, Consumer) and not o.closed]
+        assert len(live) == 1 and len(io_threads()) == 1
+        if stop_early:
+            gen.close()  # Spark stops reading early (e.g. limit())
+        else:
+            assert sum(len(c) for c in gen) + len(first) == 100
+        # The consumer is closed, the loop thread joined: nothing left running.
+        assert live[0].closed
+        assert io_threads() == []
+        del live, gen
 
 
 def test_read_deleted_records_fail_on_data_loss(kafka_bootstrap: str) -> None:

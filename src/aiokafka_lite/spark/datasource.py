@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import logging
+import operator
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,6 +68,7 @@ __all__ = ["KafkaCommitMessage", "KafkaDataSource", "register"]
 log = logging.getLogger("aiokafka_lite.spark")
 
 _UTC = _dt.UTC
+_OFFSET, _KEY, _VALUE, _HEADERS, _TIMESTAMP, _TIMESTAMP_TYPE = (operator.itemgetter(i) for i in range(2, 8))
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_UTC)
 
 
@@ -90,21 +92,26 @@ def _arrow_schema(schema: StructType) -> Any:
 
 
 def _to_arrow(recs: list[Record], pa_schema: Any) -> Any:
-    """One Arrow record batch from a chunk of records (column-wise, no per-row Python objects)."""
+    """One Arrow record batch from a chunk of records of one partition.
+
+    Column by column (``map(itemgetter)`` is several times cheaper than ``zip(*recs)``
+    over thousands of rows); topic and partition are constant within a chunk.
+    """
     import pyarrow as pa  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
-    topics, parts, offsets, keys, values, headers, stamps, stypes, _ = zip(*recs, strict=True)
     t = pa_schema.types
-    ts = pa.array(stamps, pa.int64()).cast(pa.timestamp("ms", tz="UTC")).cast(t[5])
+    n = len(recs)
+    first = recs[0]
+    headers = list(map(_HEADERS, recs))
     arrays = [
-        pa.array(keys, t[0]),
-        pa.array(values, t[1]),
-        pa.array(topics, t[2]),
-        pa.array(parts, t[3]),
-        pa.array(offsets, t[4]),
-        ts,
-        pa.array([int(s) for s in stypes], t[6]),
-        pa.array([h or None for h in headers], t[7]),
+        pa.array(list(map(_KEY, recs)), t[0]),
+        pa.array(list(map(_VALUE, recs)), t[1]),
+        pa.repeat(pa.scalar(first.topic, t[2]), n),
+        pa.repeat(pa.scalar(first.partition, t[3]), n),
+        pa.array(list(map(_OFFSET, recs)), t[4]),
+        pa.array(list(map(_TIMESTAMP, recs)), pa.int64()).cast(pa.timestamp("ms", tz="UTC")).cast(t[5]),
+        pa.array(list(map(_TIMESTAMP_TYPE, recs)), t[6]),
+        pa.array([h or None for h in headers], t[7]) if any(headers) else pa.nulls(n, t[7]),
     ]
     return pa.RecordBatch.from_arrays(arrays, schema=pa_schema)
 

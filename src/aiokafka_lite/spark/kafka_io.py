@@ -17,9 +17,11 @@ from __future__ import annotations
 import asyncio
 import bisect
 import logging
-from collections.abc import Iterable, Iterator
+import threading
+import time
+from collections.abc import Coroutine, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from aiokafka_lite import errors as E
 from aiokafka_lite.fetch import Consumer, Record
@@ -54,6 +56,11 @@ SCHEMA_DDL = (
 # getmany() slice: short, so position changes without records (transaction markers,
 # compacted tails) are noticed at once; the no-progress limit is pollTimeoutMs.
 _POLL_SLICE_MS = 200
+# Fetch size per request for a task's single partition, scaled to its range.
+_MIN_FETCH = 64 * 1024
+_MAX_FETCH = 8 * 1024 * 1024
+
+T = TypeVar("T")
 
 
 # --------------------------------------------------------------------------------------
@@ -233,64 +240,124 @@ def earliest_offsets(opts: SourceOptions, tps: Iterable[TopicPartition]) -> dict
 # Task side: reading
 
 
-def _consumer(opts: SourceOptions) -> Consumer:
+def _consumer(opts: SourceOptions, r: OffsetRange) -> Consumer:
     kwargs: dict[str, Any] = {**opts.kafka.client_kwargs(), **opts.consumer}
     kwargs["auto_offset_reset"] = "none" if opts.fail_on_data_loss else "earliest"
     kwargs.setdefault("allow_auto_topic_creation", False)
     kwargs.setdefault("max_poll_records", 10000)
+    # A session saves nothing for one partition, and closing one waits behind the
+    # pending long-poll fetch (up to fetch_max_wait_ms) on the same connection.
+    kwargs.setdefault("enable_fetch_sessions", False)
+    # One partition per consumer: big fetches, but not much past the range's end (the
+    # fetcher prefetches up to max_buffered_bytes beyond what the task needs).
+    if "max_partition_fetch_bytes" not in kwargs:
+        kwargs["max_partition_fetch_bytes"] = min(_MAX_FETCH, max(_MIN_FETCH, r.size * 1024))
+    kwargs.setdefault("max_buffered_bytes", max(4 * kwargs["max_partition_fetch_bytes"], 1 << 20))
     return Consumer(opts.kafka.bootstrap, **kwargs)
+
+
+class _LoopThread:
+    """An event loop in a helper thread, owned by one task and joined when it ends.
+
+    Spark pulls rows between our calls; with the loop in its own thread the consumer
+    keeps fetching meanwhile (network waits overlap with Arrow conversion and the
+    transfer to the JVM) instead of stalling whenever the generator is suspended.
+    """
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._main, name="aiokafka-lite-spark-io", daemon=True)
+        self._thread.start()
+
+    def _main(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def close(self) -> None:
+        """Cancel whatever is left, stop the loop, join the thread, close the loop."""
+
+        async def shutdown() -> None:
+            me = asyncio.current_task()
+            tasks = [t for t in asyncio.all_tasks() if t is not me]
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await self.loop.shutdown_asyncgens()
+
+        try:
+            self.run(shutdown(), timeout=30)
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(30)
+            if not self._thread.is_alive():
+                self.loop.close()
+
+
+async def _step(consumer: Consumer, r: OffsetRange, pos: int) -> tuple[list[Record] | None, int]:
+    """One getmany slice: (records inside the range or None, new position)."""
+    tp = r.tp
+    try:
+        got = await consumer.getmany(tp, timeout_ms=_POLL_SLICE_MS)
+    except E.OffsetOutOfRangeError as exc:
+        raise E.OffsetOutOfRangeError(
+            f"{tp.topic}-{tp.partition}: offsets {pos}..{r.end - 1} are no longer available "
+            f"({exc.message}); records were deleted or the topic was recreated. "
+            "Set failOnDataLoss=false to skip missing records."
+        ) from exc
+    recs = got.get(tp)
+    new_pos = await consumer.position(tp)
+    if recs:
+        if recs[0].offset < r.start:
+            recs = [rec for rec in recs if rec.offset >= r.start]
+        if recs and recs[-1].offset >= r.end:
+            recs = recs[: bisect.bisect_left(recs, r.end, key=lambda rec: rec.offset)]
+    return recs or None, new_pos
 
 
 def read_range(opts: SourceOptions, r: OffsetRange) -> Iterator[list[Record]]:
     """Yield the records of ``r`` (offsets ``start <= o < end``) in offset order, in chunks.
 
     A consumer with manual assignment (no group) starts at ``r.start`` and stops at
-    ``r.end``; running it again yields the same records. Its event loop only runs while
-    this generator is advanced, and the consumer and loop are closed when it finishes
-    (or is closed). Errors: ``OffsetOutOfRangeError`` when records of the range were
-    deleted (with ``failOnDataLoss=false`` the consumer skips to the earliest offset
-    instead), ``KafkaTimeoutError`` when no progress is made for ``pollTimeoutMs``.
+    ``r.end``; running it again yields the same records. It runs on an event loop in a
+    helper thread owned by this generator; the consumer is closed, the loop stopped and
+    the thread joined when the generator finishes or is closed (Spark stopping early).
+    Errors: ``OffsetOutOfRangeError`` when records of the range were deleted (with
+    ``failOnDataLoss=false`` the consumer skips to the earliest offset instead),
+    ``KafkaTimeoutError`` when no progress is made for ``pollTimeoutMs``.
     """
     if r.end <= r.start:
         return
     tp = r.tp
-    with asyncio.Runner() as runner:
-        consumer = _consumer(opts)
+    io = _LoopThread()
+    try:
+        consumer = _consumer(opts, r)
         consumer.assign([tp])
         consumer.seek(tp, r.start)
         try:
-            runner.run(consumer.start())
+            limit_s = opts.poll_timeout_ms / 1000
+            io.run(consumer.start(), timeout=opts.timeout_ms / 1000 + limit_s)
             pos = r.start
-            deadline = runner.get_loop().time() + opts.poll_timeout_ms / 1000
+            deadline = time.monotonic() + limit_s
             while pos < r.end:
-                try:
-                    got = runner.run(consumer.getmany(tp, timeout_ms=_POLL_SLICE_MS))
-                except E.OffsetOutOfRangeError as exc:
-                    raise E.OffsetOutOfRangeError(
-                        f"{tp.topic}-{tp.partition}: offsets {pos}..{r.end - 1} are no longer available "
-                        f"({exc.message}); records were deleted or the topic was recreated. "
-                        "Set failOnDataLoss=false to skip missing records."
-                    ) from exc
-                recs = got.get(tp)
-                new_pos = runner.run(consumer.position(tp))
-                loop_now = runner.get_loop().time()
+                recs, new_pos = io.run(_step(consumer, r, pos), timeout=limit_s + 30)
                 if recs:
-                    if recs[0].offset < r.start:
-                        recs = [rec for rec in recs if rec.offset >= r.start]
-                    if recs and recs[-1].offset >= r.end:
-                        recs = recs[: bisect.bisect_left(recs, r.end, key=lambda rec: rec.offset)]
-                    if recs:
-                        yield recs
+                    yield recs
+                now = time.monotonic()
                 if new_pos != pos or recs:
-                    deadline = loop_now + opts.poll_timeout_ms / 1000
-                elif loop_now >= deadline:
+                    deadline = now + limit_s
+                elif now >= deadline:
                     raise E.KafkaTimeoutError(
                         f"{tp.topic}-{tp.partition}: no progress at offset {pos} for "
                         f"{opts.poll_timeout_ms} ms while reading up to {r.end} (kafkaConsumer.pollTimeoutMs)"
                     )
                 pos = new_pos
         finally:
-            runner.run(consumer.close())
+            io.run(consumer.close(), timeout=60)
+    finally:
+        io.close()
 
 
 # --------------------------------------------------------------------------------------
