@@ -3,7 +3,7 @@
 ``Client`` is the shared spine used by Producer, Consumer and Admin.
 """
 
-from aiokafka_lite.net.client import Client, parse_bootstrap
+from aiokafka_lite.net.client import Client, Lane, parse_bootstrap
 from aiokafka_lite.net.config import ClientConfig
 from aiokafka_lite.net.connection import BrokerConnection, negotiate_version
 from aiokafka_lite.net.hooks import BrokerStats, Hooks
@@ -22,6 +22,7 @@ __all__ = [
     "CoordinatorType",
     "Hooks",
     "InFlight",
+    "Lane",
     "PartitionInfo",
     "TopicInfo",
     "create_ssl_context",

@@ -2,8 +2,12 @@
 
 One ``Client`` serves a Producer, a Consumer and an Admin alike. It owns:
 
-* one ``BrokerConnection`` per broker, opened on demand, with exponential reconnect
-  backoff (and jitter) after failures, closed after ``connections_max_idle_ms`` idle;
+* one ``BrokerConnection`` per broker and *lane* (``Lane``), opened on demand, with
+  exponential reconnect backoff (and jitter) after failures, closed after
+  ``connections_max_idle_ms`` idle. Brokers serve a connection's requests one at a
+  time, in order, so group-coordinator traffic travels on its own lane instead of
+  queueing behind a long-polling Fetch (the Java client keeps a separate coordinator
+  connection for the same reason);
 * the ``ClusterMetadata`` snapshot, refreshed every ``metadata_max_age_ms``, on demand
   (``request_metadata_refresh`` after NOT_LEADER_OR_FOLLOWER and friends) and after
   unexpected disconnects, with concurrent refreshes coalesced into one request;
@@ -21,6 +25,7 @@ import logging
 import random
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Final, TypeVar
 
 from aiokafka_lite import errors as E
@@ -43,7 +48,7 @@ from aiokafka_lite.wire.messages import (
     MetadataResponse,
 )
 
-__all__ = ["Client", "parse_bootstrap"]
+__all__ = ["Client", "Lane", "parse_bootstrap"]
 
 log = logging.getLogger("aiokafka_lite.net.client")
 
@@ -89,17 +94,64 @@ def backoff_delay(attempt: int, base_ms: float, max_ms: float) -> float:
     return delay * random.uniform(0.8, 1.2) / 1000
 
 
+class Lane(StrEnum):
+    """Which of a broker's connections a request travels on.
+
+    ``DEFAULT`` carries everything (Produce, Fetch, Metadata, Admin...);
+    ``COORDINATOR`` carries group-coordinator requests (JoinGroup, SyncGroup,
+    Heartbeat, OffsetCommit/Fetch, LeaveGroup), so they never wait behind a Fetch
+    long poll on the same socket. Each (broker, lane) gets its own connection,
+    opened lazily: a lane nobody uses costs nothing.
+    """
+
+    DEFAULT = "default"
+    COORDINATOR = "coordinator"
+
+
+_DEFAULT_ONLY: Final = (Lane.DEFAULT,)
+_ALL_LANES: Final = tuple(Lane)
+
+
+@dataclass(eq=False, slots=True)
+class _Slot:
+    """One lane's connection to one broker."""
+
+    conn: BrokerConnection | None = None
+    connecting: asyncio.Task[BrokerConnection] | None = None
+
+
 @dataclass(eq=False)
 class _Node:
+    """A broker: its address, counters and negotiated versions are shared by its lanes,
+    and so is reconnect backoff (a failed connect says the broker is unreachable, not
+    the lane)."""
+
     node_id: int
     host: str
     port: int
     stats: BrokerStats
-    conn: BrokerConnection | None = None
-    connecting: asyncio.Task[BrokerConnection] | None = None
+    lanes: dict[Lane, _Slot] = field(default_factory=dict)
     failures: int = 0
     backoff_until: float = 0.0
     api_versions: dict[int, tuple[int, int]] = field(default_factory=dict)
+
+    def slot(self, lane: Lane) -> _Slot:
+        slot = self.lanes.get(lane)
+        if slot is None:
+            slot = self.lanes[lane] = _Slot()
+        return slot
+
+    def ready_conn(self, lane: Lane) -> BrokerConnection | None:
+        slot = self.lanes.get(lane)
+        conn = slot.conn if slot is not None else None
+        return conn if conn is not None and conn.ready else None
+
+    def open_conns(self) -> list[tuple[Lane, BrokerConnection]]:
+        return [(lane, s.conn) for lane, s in self.lanes.items() if s.conn is not None]
+
+    @property
+    def connected(self) -> bool:
+        return any(c.ready for _, c in self.open_conns())
 
 
 class Client:
@@ -186,10 +238,10 @@ class Client:
         self._coord_pending.clear()
         conns = []
         for node in self._nodes.values():
-            if node.conn is not None:
-                conns.append(node.conn)
-                node.conn.close(E.ClosedError("client closed"))
-                node.conn = None
+            for lane, conn in node.open_conns():
+                conns.append(conn)
+                node.lanes[lane].conn = None
+                conn.close(E.ClosedError("client closed"))
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
@@ -247,13 +299,20 @@ class Client:
         self._hooks.add(hooks)
 
     def metrics(self) -> dict[str, Any]:
-        """Snapshot: per-broker counters and latency percentiles (ms), keyed by node id."""
+        """Snapshot: per-broker counters and latency percentiles (ms), keyed by node id.
+
+        Counters cover all of a broker's lanes; ``connected`` is true when any lane is,
+        ``lanes`` maps each lane used so far to whether it is connected now.
+        """
         brokers = {}
         for node_id, node in sorted(self._nodes.items()):
             snap = node.stats.snapshot()
             snap["host"] = node.host
             snap["port"] = node.port
-            snap["connected"] = node.conn is not None and node.conn.ready
+            snap["connected"] = node.connected
+            snap["lanes"] = {
+                lane.value: slot.conn is not None and slot.conn.ready for lane, slot in node.lanes.items()
+            }
             brokers[node_id] = snap
         return {
             "brokers": brokers,
@@ -284,18 +343,23 @@ class Client:
         elif (node.host, node.port) != (host, port):
             log.info("node %s moved from %s:%s to %s:%s", node_id, node.host, node.port, host, port)
             node.host, node.port = host, port
-            if node.conn is not None:
-                node.conn.close(E.KafkaConnectionError(f"node {node_id} changed address"))
-                node.conn = None
+            for lane, conn in node.open_conns():
+                node.lanes[lane].conn = None
+                conn.close(E.KafkaConnectionError(f"node {node_id} changed address"))
             node.failures = 0
             node.backoff_until = 0.0
         return node
 
     def _on_conn_close(self, conn: BrokerConnection, exc: BaseException | None) -> None:
         node = self._nodes.get(conn.node_id)
-        if node is None or node.conn is not conn:
+        if node is None:
             return
-        node.conn = None
+        for slot in node.lanes.values():
+            if slot.conn is conn:
+                slot.conn = None
+                break
+        else:
+            return  # already replaced or reaped
         if self._closed or isinstance(exc, E.ClosedError):
             return
         # Unexpected disconnect: back off a little and re-check where things live.
@@ -305,27 +369,30 @@ class Client:
                 del self._coordinators[key]
         self.request_metadata_refresh()
 
-    def is_connected(self, node_id: int) -> bool:
+    def is_connected(self, node_id: int, lane: Lane = Lane.DEFAULT) -> bool:
         node = self._nodes.get(node_id)
-        return node is not None and node.conn is not None and node.conn.ready
+        return node is not None and node.ready_conn(lane) is not None
 
-    async def connection(self, node_id: int, timeout_ms: float | None = None) -> BrokerConnection:
-        """The ready connection to ``node_id``, connecting (after any backoff) if needed."""
+    async def connection(
+        self, node_id: int, timeout_ms: float | None = None, *, lane: Lane = Lane.DEFAULT
+    ) -> BrokerConnection:
+        """The ready connection to ``node_id`` on ``lane``, connecting (after any backoff) if needed."""
         self._check_open()
         await self._ensure_started()
         timeout = (self.config.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
-        return await self._connection(node_id, asyncio.get_running_loop().time() + timeout)
+        return await self._connection(node_id, asyncio.get_running_loop().time() + timeout, _lane(lane))
 
-    async def _connection(self, node_id: int, deadline: float) -> BrokerConnection:
+    async def _connection(self, node_id: int, deadline: float, lane: Lane = Lane.DEFAULT) -> BrokerConnection:
         loop = asyncio.get_running_loop()
         node = self._nodes.get(node_id)
         if node is None:
             raise E.KafkaConnectionError(f"unknown broker node {node_id}")
+        slot = node.slot(lane)
         while True:
-            conn = node.conn
+            conn = slot.conn
             if conn is not None and conn.ready:
                 return conn
-            task = node.connecting
+            task = slot.connecting
             if task is None or task.done():
                 wait = node.backoff_until - loop.time()
                 if wait > 0:
@@ -335,7 +402,9 @@ class Client:
                         )
                     await asyncio.sleep(wait)
                     continue  # someone else may have connected meanwhile
-                task = node.connecting = self._spawn(self._connect(node), f"connect-{node_id}")
+                task = slot.connecting = self._spawn(
+                    self._connect(node, lane, slot), f"connect-{node_id}-{lane.value}"
+                )
             remaining = deadline - loop.time()
             if remaining <= 0:
                 raise E.KafkaTimeoutError(f"connecting to node {node_id} timed out")
@@ -347,7 +416,7 @@ class Client:
                     raise
                 raise E.KafkaTimeoutError(f"connecting to node {node_id} timed out") from None
 
-    async def _connect(self, node: _Node) -> BrokerConnection:
+    async def _connect(self, node: _Node, lane: Lane, slot: _Slot) -> BrokerConnection:
         loop = asyncio.get_running_loop()
         conn = BrokerConnection(
             node.node_id,
@@ -366,55 +435,68 @@ class Client:
         except Exception as exc:
             node.backoff_until = loop.time() + self._backoff(node.failures)
             node.failures += 1
-            log.debug("connect to node %s (%s:%s) failed: %s", node.node_id, node.host, node.port, exc)
+            log.debug(
+                "connect to node %s (%s:%s, %s lane) failed: %s",
+                node.node_id,
+                node.host,
+                node.port,
+                lane.value,
+                exc,
+            )
             raise
         finally:
-            node.connecting = None
+            slot.connecting = None
         if self._closed:
             conn.close(E.ClosedError("client closed"))
             raise E.ClosedError("client closed")
         node.failures = 0
-        node.conn = conn
+        slot.conn = conn
         node.api_versions = conn.api_versions
         return conn
 
     def least_loaded_node(self) -> int:
         """The node a request that can go anywhere would be sent to now (see ``send``)."""
-        return self._least_loaded()
+        return self._pick()[0]
 
-    def _least_loaded(self, exclude: Iterable[int] = ()) -> int:
-        """Pick a node for a request that can go anywhere.
+    def _pick(self, exclude: Iterable[int] = (), lanes: Sequence[Lane] = _DEFAULT_ONLY) -> tuple[int, Lane]:
+        """Pick a (node, lane) for a request that can go anywhere, among ``lanes``.
 
-        Connected brokers with the fewest requests in flight first, then known brokers
-        not in backoff, then bootstrap servers (re-bootstrap), then whichever node's
-        backoff ends first.
+        Ready connections with the fewest requests in flight first (so a quick request
+        need not wait behind a long-polling Fetch when another connection is idle),
+        then known brokers not in backoff (reachable ones first), then bootstrap
+        servers (re-bootstrap), then whichever node's backoff ends first.
         """
-        loop = asyncio.get_running_loop()
-        now = loop.time()
+        now = asyncio.get_running_loop().time()
         excluded = set(exclude)
         brokers = [n for n in self._nodes.values() if n.node_id not in excluded]
         if not brokers:
             brokers = list(self._nodes.values())
         known = set(self._cluster.brokers)
-        ready = [
-            n
-            for n in brokers
-            if n.conn is not None and n.conn.ready and (n.node_id in known or n.node_id < 0)
-        ]
+        ready: list[tuple[int, int, Lane]] = []
+        for n in brokers:
+            if n.node_id in known or n.node_id < 0:
+                for lane in lanes:
+                    conn = n.ready_conn(lane)
+                    if conn is not None:
+                        ready.append((conn.load, n.node_id, lane))
+        first = lanes[0]
         if ready:
-            best = min(n.conn.load for n in ready if n.conn is not None)
-            return random.choice([n for n in ready if n.conn is not None and n.conn.load == best]).node_id
+            best = min(r[0] for r in ready)
+            _, node_id, lane = random.choice([r for r in ready if r[0] == best])
+            return node_id, lane
         members = [n for n in brokers if n.node_id in known]
         idle = [n for n in members if n.backoff_until <= now]
         if idle:
-            connecting = [n for n in idle if n.connecting is not None]
-            return random.choice(connecting or idle).node_id
+            connecting = [
+                n for n in idle if (s := n.lanes.get(first)) is not None and s.connecting is not None
+            ]
+            return random.choice(connecting or [n for n in idle if n.connected] or idle).node_id, first
         seeds = [n for n in brokers if n.node_id < 0]
         idle = [n for n in seeds if n.backoff_until <= now]
         if idle:
-            return idle[0].node_id
+            return idle[0].node_id, first
         pool = members or seeds or brokers
-        return min(pool, key=lambda n: n.backoff_until).node_id
+        return min(pool, key=lambda n: n.backoff_until).node_id, first
 
     # ------------------------------------------------------------------ requests
 
@@ -426,8 +508,20 @@ class Client:
         version: int | None = None,
         timeout_ms: float | None = None,
         expect_response: bool = True,
+        lane: Lane = Lane.DEFAULT,
     ) -> Response | None:
-        """One attempt at one request; error codes inside the response are the caller's."""
+        """One attempt at one request; error codes inside the response are the caller's.
+
+        ``node_id`` None sends to the least-loaded broker; ``version`` None uses the
+        negotiated one. ``lane`` picks which of the broker's connections carries the
+        request: brokers answer a connection's requests one at a time, in order, so a
+        request on ``Lane.DEFAULT`` waits behind a long-polling Fetch sent before it on
+        that connection (up to its ``max_wait_ms``), while ``Lane.COORDINATOR``, a
+        separate connection opened on first use, does not. Group-coordinator traffic
+        (JoinGroup, SyncGroup, Heartbeat, OffsetCommit...) belongs there. Lanes share
+        the broker's negotiated versions, configuration (TLS, SASL), reconnect
+        backoff and metrics; each is idle-closed, reconnected and closed on its own.
+        """
         if self._closed:
             raise E.ClosedError("client is closed")
         if not self._started:
@@ -436,11 +530,12 @@ class Client:
         timeout = (self.config.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
         deadline = loop.time() + timeout
         if node_id is None:
-            node_id = self._least_loaded()
+            lane = _lane(lane)
+            node_id = self._pick(lanes=(lane,))[0]
         node = self._nodes.get(node_id)
-        conn = node.conn if node is not None else None
-        if conn is None or not conn.ready:  # fast path: already connected
-            conn = await self._connection(node_id, deadline)
+        conn = node.ready_conn(lane) if node is not None else None
+        if conn is None:  # else the fast path: already connected
+            conn = await self._connection(node_id, deadline, _lane(lane))
         if version is None:
             version = conn.version_for(request.API_KEY)
         return await conn.send(
@@ -456,10 +551,22 @@ class Client:
             api_key, node.api_versions, self.config.max_versions.get(api_key), node_id=node_id
         )
 
-    async def negotiated_version(self, node_id: int | None, api_key: int) -> int:
+    async def negotiated_version(
+        self, node_id: int | None, api_key: int, *, lane: Lane = Lane.DEFAULT
+    ) -> int:
+        """Negotiated version of ``api_key`` with ``node_id``, from whichever of its lanes is
+        connected; connects ``lane`` only when none is (so asking does not open a
+        connection the caller will not use)."""
+        lane = _lane(lane)
         if node_id is None:
-            node_id = self._least_loaded()
-        conn = await self.connection(node_id)
+            node_id = self._pick(lanes=(lane,))[0]
+        node = self._nodes.get(node_id)
+        if node is not None:
+            for candidate in (lane, *_ALL_LANES):
+                conn = node.ready_conn(candidate)
+                if conn is not None:
+                    return conn.version_for(api_key)
+        conn = await self.connection(node_id, lane=lane)
         return conn.version_for(api_key)
 
     async def retry(
@@ -561,9 +668,9 @@ class Client:
         attempt = 0
         last: BaseException | None = None
         while True:
-            node_id = self._least_loaded(exclude=tried)
+            node_id, lane = self._pick(exclude=tried, lanes=_ALL_LANES)
             try:
-                conn = await self._connection(node_id, deadline)
+                conn = await self._connection(node_id, deadline, lane)
                 version = conn.version_for(_METADATA_KEY)
                 if topics is None:
                     req_topics: list[MetadataRequest.MetadataRequestTopic] | None = None
@@ -608,25 +715,35 @@ class Client:
         # Adopt bootstrap connections that turn out to be a known broker: saves a connect.
         for seed_id in [n for n in self._nodes if n < 0]:
             seed = self._nodes[seed_id]
-            conn = seed.conn
-            if conn is None or not conn.ready:
+            conns = [(lane, c) for lane, c in seed.open_conns() if c.ready]
+            if not conns:
                 continue
-            for broker in new.brokers.values():
-                target = self._nodes[broker.node_id]
-                if (broker.host, broker.port) == (seed.host, seed.port) and target.conn is None:
-                    seed.conn = None
-                    conn.node_id = broker.node_id
-                    if target.stats.requests == 0:  # carry the handshake's counters over
-                        target.stats, seed.stats = (
-                            seed.stats,
-                            BrokerStats(self.config.metrics_latency_samples),
-                        )
-                    else:
-                        target.stats.connects += 1
-                    conn.stats = target.stats
-                    target.conn = conn
-                    target.api_versions = conn.api_versions
-                    break
+            target = next(
+                (
+                    self._nodes[b.node_id]
+                    for b in new.brokers.values()
+                    if (b.host, b.port) == (seed.host, seed.port)
+                ),
+                None,
+            )
+            if target is None:
+                continue
+            if target.stats.requests == 0 and not target.lanes:  # carry the handshake's counters over
+                target.stats, seed.stats = seed.stats, BrokerStats(self.config.metrics_latency_samples)
+                adopted_stats = True
+            else:
+                adopted_stats = False
+            for lane, conn in conns:
+                slot = target.slot(lane)
+                if slot.conn is not None:
+                    continue  # the broker has its own; the seed's is reaped when idle
+                seed.lanes[lane].conn = None
+                conn.node_id = target.node_id
+                if not adopted_stats:
+                    target.stats.connects += 1
+                conn.stats = target.stats
+                slot.conn = conn
+                target.api_versions = conn.api_versions
         if (
             new.controller_id != self._cluster.controller_id
             or new.brokers.keys() != self._cluster.brokers.keys()
@@ -750,11 +867,11 @@ class Client:
 
     def _reap_idle(self, now: float, idle_s: float) -> None:
         for node in self._nodes.values():
-            conn = node.conn
-            if conn is not None and conn.ready and conn.load == 0 and now - conn.last_used >= idle_s:
-                log.debug("closing idle connection to node %s", node.node_id)
-                node.conn = None
-                conn.close(E.ClosedError("idle connection closed"))
+            for lane, conn in node.open_conns():
+                if conn.ready and conn.load == 0 and now - conn.last_used >= idle_s:
+                    log.debug("closing idle %s connection to node %s", lane.value, node.node_id)
+                    node.lanes[lane].conn = None
+                    conn.close(E.ClosedError("idle connection closed"))
 
     # ------------------------------------------------------------------ coordinators
 
@@ -844,8 +961,8 @@ class Client:
         self, key_type: CoordinatorType, keys: list[str], deadline: float
     ) -> dict[str, int | E.KafkaError]:
         loop = asyncio.get_running_loop()
-        node_id = self._least_loaded()
-        conn = await self._connection(node_id, deadline)
+        node_id, lane = self._pick(lanes=_ALL_LANES)
+        conn = await self._connection(node_id, deadline, lane)
         version = conn.version_for(_FIND_COORDINATOR_KEY)
         if key_type != CoordinatorType.GROUP and version < 1:
             raise E.UnsupportedVersionError("FindCoordinator for transactions needs version 1+")
@@ -888,3 +1005,12 @@ class Client:
 
     def describe_api(self, api_key: int) -> str:
         return api_name(api_key)
+
+
+def _lane(lane: Lane | str) -> Lane:
+    try:
+        return Lane(lane)
+    except ValueError:
+        raise E.ConfigError(
+            f"unknown connection lane {lane!r}; expected one of {[m.value for m in Lane]}"
+        ) from None
