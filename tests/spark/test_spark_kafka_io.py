@@ -290,3 +290,32 @@ def test_write_error_surfaces(kafka_bootstrap: str) -> None:
         kafka_io.write_rows(sink, [("one", b"a", None, 0, None), ("one", b"b", None, 4, None)])
     with pytest.raises(E.InvalidTopicError, match="bad topic name!"):
         kafka_io.write_rows(sink, [("bad topic name!", b"a", None, None, None)])
+
+
+# ---------------------------------------------------------------------------- security
+
+
+def test_sasl_options_reach_the_client(kafka_threaded_cluster_factory: Any) -> None:
+    tc = kafka_threaded_cluster_factory(topics={"sec": 2}, sasl_users={"alice": "s3cret"})
+    jaas = (
+        'org.apache.kafka.common.security.scram.ScramLoginModule required username="alice" password="s3cret";'
+    )
+    security = {
+        "kafka.security.protocol": "SASL_PLAINTEXT",
+        "kafka.sasl.mechanism": "SCRAM-SHA-256",
+        "kafka.sasl.jaas.config": jaas,
+    }
+    sink = parse_sink_options({"bootstrap.servers": tc.bootstrap, "topic": "sec", **security})
+    rows: list[kafka_io.OutRow] = [("sec", f"v{i}".encode(), None, i % 2, None) for i in range(10)]
+    assert kafka_io.write_rows(sink, rows).counts == {("sec", 0): 5, ("sec", 1): 5}
+    opts = source(tc.bootstrap, subscribe="sec", **security)
+    ranges = kafka_io.plan_batch(opts)
+    assert ranges == [OffsetRange("sec", 0, 0, 5), OffsetRange("sec", 1, 0, 5)]
+    assert sorted(r.value for rng in ranges for r in read(opts, rng)) == sorted(v for _, v, _, _, _ in rows)
+    wrong = source(
+        tc.bootstrap,
+        subscribe="sec",
+        **{**security, "kafka.sasl.jaas.config": jaas.replace("s3cret", "nope")},
+    )
+    with pytest.raises(E.AuthenticationError):
+        kafka_io.plan_batch(wrong)

@@ -19,6 +19,7 @@ import bisect
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Coroutine, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -27,7 +28,7 @@ from aiokafka_lite import errors as E
 from aiokafka_lite.fetch import Consumer, Record
 from aiokafka_lite.fetch.offsets import list_offsets
 from aiokafka_lite.net import Client
-from aiokafka_lite.produce import Producer, RecordFuture
+from aiokafka_lite.produce import BatchResult, Producer
 from aiokafka_lite.structs import TopicPartition
 
 from .offsets import EARLIEST, LATEST, OffsetRange, OffsetSpec, plan_ranges, split_ranges
@@ -59,6 +60,9 @@ _POLL_SLICE_MS = 200
 # Fetch size per request for a task's single partition, scaled to its range.
 _MIN_FETCH = 64 * 1024
 _MAX_FETCH = 8 * 1024 * 1024
+
+# Rows per enqueue_batch call when writing.
+_WRITE_RUN = 4096
 
 T = TypeVar("T")
 
@@ -383,44 +387,85 @@ class WriteResult:
 OutRow = tuple[str, bytes | None, bytes | None, int | None, list[tuple[str, bytes | None]] | None]
 
 
+class _Writer:
+    """Feeds rows to one producer in runs (consecutive rows with the same topic and
+    partition, via ``enqueue_batch``) and accounts for delivered runs as they complete,
+    so memory stays bounded by what is in flight, not by the task's size."""
+
+    def __init__(self, producer: Producer) -> None:
+        self.producer = producer
+        self.result = WriteResult()
+        self.error: BaseException | None = None
+        self._pending: deque[BatchResult] = deque()
+
+    async def write(self, rows: Iterator[OutRow]) -> None:
+        run_key: tuple[str, int | None] | None = None
+        values: list[bytes | None] = []
+        keys: list[bytes | None] = []
+        headers: list[list[tuple[str, bytes | None]] | None] = []
+        for topic, value, key, partition, hdrs in rows:
+            if (topic, partition) != run_key or len(values) >= _WRITE_RUN:
+                if values and run_key is not None:
+                    await self._enqueue(run_key, values, keys, headers)
+                    values, keys, headers = [], [], []
+                    if self.error is not None:
+                        return
+                run_key = (topic, partition)
+            values.append(value)
+            keys.append(key)
+            headers.append(hdrs)
+        if values and run_key is not None:
+            await self._enqueue(run_key, values, keys, headers)
+
+    async def _enqueue(
+        self,
+        run_key: tuple[str, int | None],
+        values: list[bytes | None],
+        keys: list[bytes | None],
+        headers: list[list[tuple[str, bytes | None]] | None],
+    ) -> None:
+        topic, partition = run_key
+        res = await self.producer.enqueue_batch(
+            topic, values, keys=keys, headers=headers if any(headers) else None, partition=partition
+        )
+        self._pending.append(res)
+        await asyncio.sleep(0)  # let the sender run while Spark feeds rows
+        self.drain(final=False)
+
+    def drain(self, *, final: bool) -> None:
+        """Account for completed runs (all of them when ``final``, after a flush)."""
+        pending = self._pending
+        counts = self.result.counts
+        while pending and (final or pending[0].done()):
+            res = pending.popleft()
+            errors = res.errors()
+            if errors:
+                if self.error is None:
+                    self.error = errors[0]
+                continue
+            for md in res:
+                key = (md.topic, md.partition)
+                counts[key] = counts.get(key, 0) + 1
+
+
 async def _write(sink: SinkOptions, rows: Iterator[OutRow]) -> WriteResult:
-    result = WriteResult()
-    counts = result.counts
-    errors: list[BaseException] = []
-
-    def done(fut: RecordFuture) -> None:
-        exc = fut.exception()
-        if exc is not None:
-            if not errors:
-                errors.append(exc)
-            return
-        md = fut.result()
-        key = (md.topic, md.partition)
-        counts[key] = counts.get(key, 0) + 1
-
     kwargs: dict[str, Any] = {**sink.kafka.client_kwargs(), **sink.producer}
     producer = Producer(sink.kafka.bootstrap, **kwargs)
     await producer.start()
+    writer = _Writer(producer)
     try:
-        n = 0
-        for topic, value, key, partition, headers in rows:
-            fut = await producer.enqueue(topic, value, key, partition=partition, headers=headers)
-            fut.add_done_callback(done)
-            n += 1
-            if n & 1023 == 0:
-                if errors:
-                    break
-                await asyncio.sleep(0)  # let the sender run while Spark feeds rows
-        if not errors:
+        await writer.write(rows)
+        if writer.error is None:
             await producer.flush()
+            writer.drain(final=True)
     except BaseException:
         await producer.abort()
         raise
-    if errors:
+    if writer.error is not None:
         await producer.abort()
-        raise errors[0]
+        raise writer.error
     await producer.close()
-    return result
+    return writer.result
 
 
 def write_rows(sink: SinkOptions, rows: Iterable[OutRow]) -> WriteResult:
