@@ -8,6 +8,10 @@ Two tasks, both owned here and awaited on ``close``:
 * the *heartbeat loop* sends a Heartbeat whenever the machine says one is due, so a slow
   listener callback or a long JoinGroup never starves the session.
 
+Every request to the group coordinator travels on the shared client's coordinator lane
+(``Lane.COORDINATOR``): a connection of its own per broker, so it never queues behind
+the fetcher's long-polling Fetch (brokers answer a connection's requests in order).
+
 The application side (``poll``, ``commit``, ``fetch_committed``) never drives the
 protocol itself: ``poll`` records the poll time and waits while listener callbacks are
 running, so the records handed to the application and the callbacks never overlap;
@@ -18,7 +22,6 @@ their revocation (and commit) is in progress.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 import time
@@ -58,6 +61,7 @@ from aiokafka_lite.groups.membership import (
     leave_group_request,
 )
 from aiokafka_lite.groups.protocol import decode_subscription, run_assignor
+from aiokafka_lite.net.client import Lane
 from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.message import Request, Response
 from aiokafka_lite.wire.messages import (
@@ -109,9 +113,10 @@ class GroupClient(Protocol):
         version: int | None = None,
         timeout_ms: float | None = None,
         expect_response: bool = True,
+        lane: Lane = ...,
     ) -> Response | None: ...
 
-    async def negotiated_version(self, node_id: int | None, api_key: int) -> int: ...
+    async def negotiated_version(self, node_id: int | None, api_key: int, *, lane: Lane = ...) -> int: ...
 
     async def find_coordinator(
         self, key: str, key_type: Any = ..., *, timeout_ms: float | None = None
@@ -143,14 +148,9 @@ class GroupCoordinator:
         config: Any,
         listener: object | None = None,
         *,
-        group_client: GroupClient | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._client = client
-        # Coordinator traffic gets its own connections (see ``_open_channel``).
-        self._net: GroupClient = group_client if group_client is not None else client
-        self._own_net = False
-        self._channel_ready = group_client is not None
         self._sub = subscription
         settings = config if isinstance(config, GroupSettings) else GroupSettings.from_config(config)
         if not hasattr(config, "retry_backoff_ms"):
@@ -188,6 +188,12 @@ class GroupCoordinator:
         self._frozen: set[TopicPartition] = set()
 
     # ------------------------------------------------------------------ introspection
+    @property
+    def _net(self) -> GroupClient:
+        """The client group requests go through: the shared one (coordinator traffic used
+        to have a second client here; some group tests still reach for this name)."""
+        return self._client
+
     @property
     def group_id(self) -> str:
         return self._settings.group_id
@@ -243,43 +249,11 @@ class GroupCoordinator:
             raise ClosedError("group coordinator is closed")
         if self._main_task is not None:
             return
-        await self._open_channel()
         self._m.polled(self._now())
         self._sync_subscription()
         self._sub.add_listener(self)
         self._main_task = asyncio.create_task(self._main_loop(), name=f"group-{self.group_id}")
         self._hb_task = asyncio.create_task(self._heartbeat_loop(), name=f"group-{self.group_id}-heartbeat")
-
-    async def _open_channel(self) -> None:
-        """Give coordinator requests connections of their own.
-
-        Brokers serve a connection's requests one at a time, in order; on the connection
-        the fetcher uses, every JoinGroup, SyncGroup, Heartbeat and OffsetCommit would
-        queue behind a long-polling Fetch (up to ``fetch_max_wait_ms``). The Java client
-        keeps a separate coordinator connection for that reason; here a second ``Client``
-        with the same configuration carries the group traffic. Metadata (topics, leaders)
-        still comes from the shared client.
-        """
-        if self._channel_ready:
-            return
-        self._channel_ready = True
-        from aiokafka_lite.net import Client
-
-        main = self._client
-        if not isinstance(main, Client):
-            return  # a test double or custom client: use it as is
-        await main.start()
-        seeds = [b.address for b in main.cluster.brokers.values()]
-        if not seeds:
-            return
-        channel = Client(seeds, config=main.config)
-        try:
-            await channel.start()
-        except BaseException:
-            await channel.close()
-            raise
-        self._net = channel
-        self._own_net = True
 
     async def close(self, timeout_ms: float = 30000) -> None:
         """Revoke partitions (commit first when auto-commit is on), leave the group
@@ -308,11 +282,6 @@ class GroupCoordinator:
                 await self._stop_task(self._hb_task, 0)
             self._sub.remove_listener(self)
         finally:
-            if self._own_net:
-                close_net = getattr(self._net, "close", None)
-                if close_net is not None:
-                    with contextlib.suppress(Exception):
-                        await close_net()
             self._closed = True
             self._app_idle.set()
             self._close_done.set_result(None)
@@ -429,7 +398,7 @@ class GroupCoordinator:
         if not self._m.is_leader or not self._m.assigned_topic_counts:
             return
         try:
-            cluster = self._net.cluster
+            cluster = self._client.cluster
             counts = {t: len(cluster.partitions_for(t)) for t in self._m.assigned_topic_counts}
         except Exception:  # no metadata yet
             return
@@ -473,9 +442,9 @@ class GroupCoordinator:
             if self._closing:
                 return []
             if action.invalidate:
-                self._net.invalidate_coordinator(self.group_id)
+                self._client.invalidate_coordinator(self.group_id)
             try:
-                node = await self._io(self._net.find_coordinator(self.group_id))
+                node = await self._io(self._client.find_coordinator(self.group_id))
             except asyncio.CancelledError:
                 if self._interrupted_by_close():
                     return []
@@ -497,7 +466,9 @@ class GroupCoordinator:
                 return m.join_failed(action.attempt, KafkaConnectionError("coordinator unknown"), self._now())
             try:
                 resp = await self._io(
-                    self._net.send(req, node_id=m.coordinator, timeout_ms=action.timeout_ms)
+                    self._client.send(
+                        req, node_id=m.coordinator, timeout_ms=action.timeout_ms, lane=Lane.COORDINATOR
+                    )
                 )
             except asyncio.CancelledError:
                 if self._interrupted_by_close():
@@ -533,8 +504,11 @@ class GroupCoordinator:
                 return m.sync_failed(action.attempt, KafkaConnectionError("coordinator unknown"), self._now())
             try:
                 resp = await self._io(
-                    self._net.send(
-                        action.request, node_id=m.coordinator, timeout_ms=action.timeout_ms or None
+                    self._client.send(
+                        action.request,
+                        node_id=m.coordinator,
+                        timeout_ms=action.timeout_ms or None,
+                        lane=Lane.COORDINATOR,
                     )
                 )
             except asyncio.CancelledError:
@@ -596,9 +570,9 @@ class GroupCoordinator:
                 topics.update(decode_subscription(member.metadata).topics)
             except KafkaError:
                 continue  # run_assignor reports it
-        # Fresh metadata through the group channel: the shared client's connections may be
-        # busy with long-polling fetches.
-        cluster = await self._net.refresh_metadata(sorted(topics)) if topics else self._net.cluster
+        # Fresh metadata (the client sends it on its least-loaded connection of any lane,
+        # so it does not wait behind the fetcher's long polls when another one is idle).
+        cluster = await self._client.refresh_metadata(sorted(topics)) if topics else self._client.cluster
         counts: dict[str, int] = {}
         racks: dict[TopicPartition, set[str]] = {}
         for topic in topics:
@@ -624,11 +598,15 @@ class GroupCoordinator:
         if node is None:
             return
         try:
-            version = await self._net.negotiated_version(node, LeaveGroupRequest.API_KEY)
+            version = await self._client.negotiated_version(
+                node, LeaveGroupRequest.API_KEY, lane=Lane.COORDINATOR
+            )
             req = leave_group_request(
                 self.group_id, action.member_id, action.group_instance_id, action.reason, version
             )
-            resp = await self._net.send(req, node_id=node, version=version, timeout_ms=5000)
+            resp = await self._client.send(
+                req, node_id=node, version=version, timeout_ms=5000, lane=Lane.COORDINATOR
+            )
         except asyncio.CancelledError:
             raise
         except KafkaError as exc:
@@ -678,7 +656,9 @@ class GroupCoordinator:
                 continue
             node = m.coordinator
             try:
-                resp = await self._net.send(req, node_id=node, timeout_ms=self._heartbeat_timeout_ms())
+                resp = await self._client.send(
+                    req, node_id=node, timeout_ms=self._heartbeat_timeout_ms(), lane=Lane.COORDINATOR
+                )
             except asyncio.CancelledError:
                 raise
             except KafkaError as exc:
@@ -694,7 +674,7 @@ class GroupCoordinator:
     def _heartbeat_timeout_ms(self) -> float:
         """A heartbeat unanswered for a whole session is as good as lost (the broker has
         expired us by then): do not wait the full request timeout if that is longer."""
-        request_timeout = getattr(getattr(self._net, "config", None), "request_timeout_ms", None)
+        request_timeout = getattr(getattr(self._client, "config", None), "request_timeout_ms", None)
         session = float(self._settings.session_timeout_ms)
         return min(session, float(request_timeout)) if isinstance(request_timeout, int | float) else session
 
@@ -704,7 +684,7 @@ class GroupCoordinator:
         if node is not None:
             return node
         remaining = max(deadline - self._now(), 1.0)
-        return await self._net.find_coordinator(self.group_id, timeout_ms=remaining)
+        return await self._client.find_coordinator(self.group_id, timeout_ms=remaining)
 
     async def commit(
         self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int | tuple[int, str]] | None = None
@@ -717,7 +697,6 @@ class GroupCoordinator:
         to_commit = self._sub.consumed_offsets() if offsets is None else _normalize_offsets(offsets)
         if not to_commit:
             return
-        await self._open_channel()
         await self._commit(to_commit, self._api_timeout_ms)
 
     def _raise_fatal(self) -> None:
@@ -757,7 +736,7 @@ class GroupCoordinator:
                 err = error_for(code, f"OffsetCommit for group {self.group_id!r}")
                 if code in _COORDINATOR_MOVED:
                     self._m.coordinator_lost(self._now())
-                    self._net.invalidate_coordinator(self.group_id)
+                    self._client.invalidate_coordinator(self.group_id)
                     self._wake.set()
                 elif code not in (_COORDINATOR_LOADING, _REQUEST_TIMED_OUT) and not err.retriable:
                     raise err
@@ -776,7 +755,9 @@ class GroupCoordinator:
         instance_id: str | None,
         deadline: float,
     ) -> OffsetCommitResponse:
-        version = await self._net.negotiated_version(node, OffsetCommitRequest.API_KEY)
+        version = await self._client.negotiated_version(
+            node, OffsetCommitRequest.API_KEY, lane=Lane.COORDINATOR
+        )
         ids = self._topic_ids({tp.topic for tp in offsets})
         if version >= 10 and any(i == _ZERO_UUID for i in ids.values()):
             version = 9  # topic ids unknown: use names
@@ -804,7 +785,9 @@ class GroupCoordinator:
             ],
         )
         timeout = max(deadline - self._now(), 1.0)
-        resp = await self._net.send(req, node_id=node, version=version, timeout_ms=timeout)
+        resp = await self._client.send(
+            req, node_id=node, version=version, timeout_ms=timeout, lane=Lane.COORDINATOR
+        )
         assert isinstance(resp, OffsetCommitResponse)
         return resp
 
@@ -833,7 +816,6 @@ class GroupCoordinator:
         wanted = sorted(set(tps))
         if not wanted:
             return {}
-        await self._open_channel()
         deadline = self._now() + (self._api_timeout_ms if timeout_ms is None else timeout_ms)
         attempt = 0
         while True:
@@ -850,7 +832,7 @@ class GroupCoordinator:
                 err = error_for(code, f"OffsetFetch for group {self.group_id!r}")
                 if code in _COORDINATOR_MOVED:
                     self._m.coordinator_lost(self._now())
-                    self._net.invalidate_coordinator(self.group_id)
+                    self._client.invalidate_coordinator(self.group_id)
                     self._wake.set()
                 elif code not in (_COORDINATOR_LOADING, _UNSTABLE_OFFSET_COMMIT, _REQUEST_TIMED_OUT):
                     if not err.retriable:
@@ -865,7 +847,9 @@ class GroupCoordinator:
         self, node: int, tps: list[TopicPartition], deadline: float
     ) -> tuple[dict[TopicPartition, OffsetAndMetadata | None], int]:
         """One OffsetFetch; returns the offsets and the first (group or partition) error code."""
-        version = await self._net.negotiated_version(node, OffsetFetchRequest.API_KEY)
+        version = await self._client.negotiated_version(
+            node, OffsetFetchRequest.API_KEY, lane=Lane.COORDINATOR
+        )
         by_topic: dict[str, list[int]] = {}
         for tp in tps:
             by_topic.setdefault(tp.topic, []).append(tp.partition)
@@ -897,7 +881,9 @@ class GroupCoordinator:
                 require_stable=version >= 7,
             )
         timeout = max(deadline - self._now(), 1.0)
-        resp = await self._net.send(req, node_id=node, version=version, timeout_ms=timeout)
+        resp = await self._client.send(
+            req, node_id=node, version=version, timeout_ms=timeout, lane=Lane.COORDINATOR
+        )
         assert isinstance(resp, OffsetFetchResponse)
         names = {i: t for t, i in ids.items()}
         result: dict[TopicPartition, OffsetAndMetadata | None] = {tp: None for tp in tps}
