@@ -9,7 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aiokafka_lite.produce.partitioner import (
@@ -81,10 +81,18 @@ def test_stored_vectors_are_what_java_computes(tmp_path: Path) -> None:
     assert out == VECTORS.read_text()
 
 
+try:
+    from kafka.partitioner import default as kafka_python_partitioner
+except ImportError:  # pragma: no cover - kafka-python is a test dependency
+    kafka_python_partitioner = None
+
+
+@pytest.mark.skipif(kafka_python_partitioner is None, reason="kafka-python not installed")
+@settings(deadline=None)
 @given(st.binary(max_size=64))
 def test_murmur2_agrees_with_kafka_python(key: bytes) -> None:
-    kp = pytest.importorskip("kafka.partitioner.default")
-    theirs = kp.murmur2(key)  # unsigned
+    assert kafka_python_partitioner is not None
+    theirs = kafka_python_partitioner.murmur2(key)  # unsigned
     assert murmur2(key) & 0xFFFFFFFF == theirs
     assert key_partition(key, 12) == (theirs & 0x7FFFFFFF) % 12
 
@@ -172,3 +180,19 @@ def test_round_robin_cycles_available_then_all() -> None:
     assert [rr.partition(4, [0, 2]) for _ in range(4)] == [0, 2, 0, 2]
     rr2 = RoundRobinPartitioner()
     assert [rr2.partition(3, []) for _ in range(4)] == [0, 1, 2, 0]
+
+
+def test_sticky_skips_unavailable_partitions_unless_nothing_else() -> None:
+    sp = UniformStickyPartitioner(4, sticky_bytes=10, rng=random.Random(9))
+    sp.update_load({}, unavailable={0, 1})
+    seen = set()
+    for _ in range(200):
+        sp.on_append(10, allow_switch=True)
+        seen.add(sp.current)
+    assert seen == {2, 3}
+    sp.update_load({}, unavailable={0, 1, 2, 3})  # all stuck: fall back to all
+    seen.clear()
+    for _ in range(200):
+        sp.on_append(10, allow_switch=True)
+        seen.add(sp.current)
+    assert seen == {0, 1, 2, 3}

@@ -154,6 +154,13 @@ class ProducerConfig(Options):
         "Default partitioner: pick the next sticky partition weighted towards shorter queues, so "
         "slower brokers get less keyless data.",
     )
+    partitioner_availability_timeout_ms: float = option(
+        0,
+        "Default partitioner with adaptive partitioning: a partition whose leader had data ready but "
+        "could not be sent to for this long is skipped when choosing the next sticky partition; 0 "
+        "disables the check.",
+        at_least(0),
+    )
     # -- serialization ----------------------------------------------------------------
     key_serializer: Serializer | None = option(
         None, "Callable applied to every key; without it keys must be bytes-like or None."

@@ -17,7 +17,7 @@ from __future__ import annotations
 import bisect
 import random
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Final
 
 __all__ = [
@@ -133,20 +133,24 @@ class UniformStickyPartitioner:
             self.produced = 0
             self.current = self._next()
 
-    def update_load(self, queue_sizes: dict[int, int]) -> None:
+    def update_load(self, queue_sizes: dict[int, int], unavailable: Collection[int] = ()) -> None:
         """Adaptive partitioning: weights from queue lengths (batches waiting) per partition.
 
         Each available partition's weight is ``max_queue + 1 - its_queue``, so a partition
         whose leader drains slowly (longer queue) is picked less often. Equal queues (the
-        normal case) mean no stats at all: a plain uniform choice.
+        normal case) mean no stats at all: a plain uniform choice. ``unavailable``
+        partitions (leader stuck past the availability timeout) are left out, unless that
+        would leave nothing.
         """
         ids = [p for p in self.available if p < self.partition_count]
+        if unavailable:
+            ids = [p for p in ids if p not in unavailable] or ids
         if not ids:
             self._load_ids = None
             return
         sizes = [queue_sizes.get(p, 0) for p in ids]
         top = max(sizes)
-        if top == min(sizes):
+        if top == min(sizes) and len(ids) == len(self.available):
             self._load_ids = None
             return
         total = 0

@@ -15,8 +15,8 @@ Semantics follow the Java producer; the deliberate differences:
 * The uniform sticky partitioner is credited with the bytes of each *closed* batch of
   its current partition (full, or drained by linger), not record by record; with mixed
   keyed and keyless traffic on that partition, keyed bytes count too.
-* ``partitioner.availability.timeout.ms`` and ``metadata.max.idle.ms`` are not
-  implemented; adaptive partitioning uses queue lengths only.
+* ``metadata.max.idle.ms`` is not implemented (topics stay in the metadata the
+  client refreshes for as long as the producer lives).
 * A batch is compressed when it is full (or when drained), not while appending; the
   compression ratio estimate sizes later batches so they stay near ``batch_size`` on the
   wire. ``buffer_memory`` counts each open batch's (uncompressed) size limit.

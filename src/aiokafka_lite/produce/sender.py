@@ -84,6 +84,8 @@ class Sender:
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self._load_update_at = 0.0
+        #: Per broker, when data was last sent to it (partitioner availability timeout).
+        self._last_drain: dict[int, float] = {}
         #: Set when the producer can no longer send (idempotence fatal error).
         self.fatal_error: BaseException | None = None
         #: Called once with the error when the producer can no longer send.
@@ -217,6 +219,7 @@ class Sender:
                 batches = acc.drain(node, self._cfg.max_request_size, now, idem)
                 if batches:
                     self._send(node, batches, now)
+                    self._last_drain[node] = now
                     sent = True
             if not sent:
                 break
@@ -233,9 +236,24 @@ class Sender:
 
     def _update_partition_load(self, now: float) -> None:
         self._load_update_at = now + 50.0
+        stuck = self._stuck_nodes(now)
         for name, state in self._topics.topics.items():
             if state.sticky is not None and len(state.available) > 1:
-                state.sticky.update_load(self._acc.queue_sizes(name))
+                unavailable = {q.tp.partition for q in state.queues if q.leader in stuck} if stuck else ()
+                state.sticky.update_load(self._acc.queue_sizes(name), unavailable)
+
+    def _stuck_nodes(self, now: float) -> set[int]:
+        """Brokers with sendable data that could not be sent to for longer than
+        ``partitioner_availability_timeout_ms`` (KIP-794)."""
+        timeout = self._cfg.partitioner_availability_timeout_ms
+        if timeout <= 0:
+            return set()
+        waiting, _, _ = self._acc.ready(now)
+        last = self._last_drain
+        for node in list(last):
+            if node not in waiting:
+                last[node] = now  # nothing waiting there: not stuck
+        return {node for node in waiting if now - last.setdefault(node, now) > timeout}
 
     # -- producer id ----------------------------------------------------------------------------
 
