@@ -322,3 +322,19 @@ def test_batch_limit_grows_with_good_compression_ratio() -> None:
     acc.ratios.observe("t", 0.9)  # worse: adopted at once
     assert acc.batch_limit("t", 10) == int(1000 / (0.9 * 1.05))
     assert acc.batch_limit("t", 5000) == 5000 + BATCH_OVERHEAD  # one big record gets its own
+
+
+def test_sender_reports_brokers_stuck_past_availability_timeout() -> None:
+    from aiokafka_lite.produce.config import ProducerConfig
+    from aiokafka_lite.produce.sender import Sender
+
+    acc = make_acc(linger_ms=0)
+    cfg = ProducerConfig(partitioner_availability_timeout_ms=100)
+    sender = Sender(None, cfg, acc, None, None)  # type: ignore[arg-type]  # only the accumulator is used
+    add(acc, TP0, 1, leader=1)
+    assert sender._stuck_nodes(0) == set()  # first seen now
+    assert sender._stuck_nodes(50) == set()
+    assert sender._stuck_nodes(150) == {1}  # data waiting, nothing sent for > 100 ms
+    acc.drain(1, 10**6, 150)
+    assert sender._stuck_nodes(400) == set()  # nothing waiting any more
+    assert Sender(None, ProducerConfig(), acc, None, None)._stuck_nodes(10**6) == set()  # type: ignore[arg-type]
