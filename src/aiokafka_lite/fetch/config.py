@@ -94,8 +94,9 @@ class ConsumerConfig(Options):
     enable_auto_commit: bool = option(True, "Commit consumed positions periodically (group only).")
     auto_commit_interval_ms: int = option(5000, "Interval of automatic commits.", at_least(1))
     partition_assignment_strategy: Sequence[Any] = option(
-        ("range", "cooperative-sticky"),
-        "Assignors (names or instances) in preference order, classic group protocol.",
+        ("cooperative-sticky",),
+        "Assignors (names or instances) in preference order, classic group protocol; the default is "
+        "cooperative-sticky, as in franz-go (Java's default ['range', 'cooperative-sticky'] also works).",
         type_check=False,
     )
     group_protocol: str = option(
