@@ -8,7 +8,7 @@ VENV="${VENV:-.venv}"
 if [ ! -x "$VENV/bin/python" ]; then
     python3 -m venv "$VENV"
 fi
-"$VENV/bin/python" -m pip install -q --disable-pip-version-check -e '.[test]'
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check -e '.[test,docs]'
 
 # kcat is one of the independent clients the interop tests use (Debian package).
 if ! command -v kcat >/dev/null 2>&1; then
@@ -25,5 +25,7 @@ for d in src tests tools bench examples; do [ -d "$d" ] && lint_dirs+=("$d"); do
 "$VENV/bin/python" -m ruff check "${lint_dirs[@]}"
 echo "== mypy --strict src/"
 "$VENV/bin/python" -m mypy
+echo "== docs: mkdocs build --strict"
+NO_MKDOCS_2_WARNING=1 "$VENV/bin/python" -m mkdocs build --strict --quiet
 echo "== pytest"
 "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@"
