@@ -110,6 +110,7 @@ def make_spark(master: str) -> Any:
         SparkSession.builder.master(master)
         .appName("aiokafka_lite-pipeline")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.sql.session.timeZone", "UTC")
         .getOrCreate()
