@@ -319,3 +319,12 @@ def test_sasl_options_reach_the_client(kafka_threaded_cluster_factory: Any) -> N
     )
     with pytest.raises(E.AuthenticationError):
         kafka_io.plan_batch(wrong)
+
+
+def test_unreachable_cluster_is_a_typed_error() -> None:
+    opts = parse_source_options({"bootstrap.servers": "127.0.0.1:1", "subscribe": "t"}, streaming=False)
+    with pytest.raises(E.NoBrokersAvailableError, match=r"127\.0\.0\.1:1"):
+        kafka_io.plan_batch(opts)
+    sink = parse_sink_options({"bootstrap.servers": "127.0.0.1:1", "topic": "t"})
+    with pytest.raises(E.NoBrokersAvailableError):
+        kafka_io.write_rows(sink, [("t", b"v", None, None, None)])

@@ -86,13 +86,18 @@ async def _partitions(
     ``must_exist`` (batch): a named topic or assigned partition that does not exist is
     an ``UnknownTopicOrPartitionError``; streaming skips it until it appears.
     """
-    async with asyncio.timeout(timeout_ms / 1000):
-        if sub.pattern is not None:
-            cluster = await client.refresh_metadata(all_topics=True)
-            names = [t for t, info in cluster.topics.items() if not info.is_internal and sub.matches(t)]
-        else:
-            names = sorted({tp.topic for tp in sub.partitions} if sub.partitions else set(sub.topics))
-            cluster = await client.refresh_metadata(names)
+    try:
+        async with asyncio.timeout(timeout_ms / 1000):
+            if sub.pattern is not None:
+                cluster = await client.refresh_metadata(all_topics=True)
+                names = [t for t, info in cluster.topics.items() if not info.is_internal and sub.matches(t)]
+            else:
+                names = sorted({tp.topic for tp in sub.partitions} if sub.partitions else set(sub.topics))
+                cluster = await client.refresh_metadata(names)
+    except TimeoutError as exc:
+        if isinstance(exc, E.KafkaError):
+            raise
+        raise E.KafkaTimeoutError(f"no cluster metadata within {timeout_ms:.0f} ms") from None
     out: list[TopicPartition] = []
     for name in sorted(names):
         info = cluster.topics.get(name)
