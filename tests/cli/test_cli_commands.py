@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from click.testing import Result
 from typer.testing import CliRunner
 
 from aiokafka_lite.cli.app import app
+from aiokafka_lite.testing.threaded import ThreadedCluster
 
 runner = CliRunner()
 
@@ -264,3 +266,14 @@ def test_every_command_has_help_with_bootstrap(command: list[str]) -> None:
     assert "Usage:" in result.stdout
     if command and command not in (["topics"], ["groups"]):
         assert "--bootstrap" in result.stdout
+
+
+def test_produce_to_a_missing_topic_fails_fast_without_auto_creation(
+    kafka_threaded_cluster_factory: Callable[..., ThreadedCluster],
+) -> None:
+    tc = kafka_threaded_cluster_factory(auto_create_topics=False)
+    result = cli(tc.bootstrap, "produce", "missing", input="x\n")
+    assert result.exit_code == 1
+    assert "does not exist" in result.stderr and "topics create missing" in result.stderr
+    ok(cli(tc.bootstrap, "topics", "create", "missing"))
+    ok(cli(tc.bootstrap, "produce", "missing", "-q", input="x\n"))

@@ -12,6 +12,7 @@ from typing import Annotated, Any, BinaryIO
 import typer
 from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
+from aiokafka_lite.admin import Admin, ConfigResource
 from aiokafka_lite.cli._common import (
     DEFAULT_BOOTSTRAP,
     Bootstrap,
@@ -22,7 +23,7 @@ from aiokafka_lite.cli._common import (
     parse_key_values,
     run_async,
 )
-from aiokafka_lite.errors import ConfigError
+from aiokafka_lite.errors import ConfigError, UnknownTopicOrPartitionError
 from aiokafka_lite.net import ClientConfig
 from aiokafka_lite.produce import BatchResult, Producer, ProducerConfig
 
@@ -123,6 +124,26 @@ def _check(result: BatchResult) -> None:
         raise errors[0]
 
 
+async def _check_topic(bootstrap: str, options: dict[str, Any], topic: str) -> None:
+    """Fail at once, instead of after max_block_ms, for a missing topic the cluster will
+    not create on first use (``auto.create.topics.enable=false``)."""
+    client_options = {k: v for k, v in options.items() if k in ClientConfig.option_names()}
+    async with Admin(bootstrap, **client_options) as admin:
+        described = (await admin.describe_topics([topic]))[topic]
+        if not isinstance(described.error, UnknownTopicOrPartitionError):
+            return
+        cluster = await admin.describe_cluster()
+        if not cluster.brokers:
+            return
+        resource = ConfigResource.broker(cluster.brokers[0].node_id)
+        configs = (await admin.describe_configs([resource]))[resource]
+        if configs.error is None and configs.value("auto.create.topics.enable") == "false":
+            raise UnknownTopicOrPartitionError(
+                f"topic {topic!r} does not exist and the cluster does not create topics on first use "
+                f"(create it with: aiokafka-lite topics create {topic})"
+            )
+
+
 async def _produce(
     stream: BinaryIO,
     topic: str,
@@ -136,6 +157,7 @@ async def _produce(
     records = 0
     nbytes = 0
     pending: collections.deque[BatchResult] = collections.deque()
+    await _check_topic(bootstrap, options, topic)
     async with Producer(bootstrap, **options) as producer:
         start = time.perf_counter()
         try:
