@@ -185,18 +185,19 @@ class EmbeddedCluster:
             self.optional_parts[modname] = True
 
     async def close(self) -> None:
-        """Stops services and brokers; with a data dir, syncs and closes the files."""
+        """Stops brokers and services; with a data dir, syncs and closes the files."""
         if not self._started:
             return
         self._started = False
+        # Network first (no request reaches a stopped service), then the services.
+        for b in self.brokers:
+            await b.stop()
         for svc in reversed(self._services_started):
             try:
                 await svc.stop()
             except Exception:
                 log.exception("stopping %r failed", svc)
         self._services_started.clear()
-        for b in self.brokers:
-            await b.stop()
         if self.state.storage is not None:
             self.state.storage.close()
             self.state.storage = None
