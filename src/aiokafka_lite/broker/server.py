@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from aiokafka_lite.broker.api.common import CloseConnection, error_response
+from aiokafka_lite.broker.api.fastpath import decode_produce_request, parse_request_header
 from aiokafka_lite.broker.context import EncodedResponse, HandlerRegistry, RequestContext
 from aiokafka_lite.broker.faults import Faults, ObservedRequest
 from aiokafka_lite.broker.sasl import ServerMechanism
@@ -48,7 +49,7 @@ from aiokafka_lite.wire.framing import (
     request_header_version,
     response_header_version,
 )
-from aiokafka_lite.wire.message import Response
+from aiokafka_lite.wire.message import Request, Response
 from aiokafka_lite.wire.messages import (
     REQUESTS,
     ApiVersionsResponse,
@@ -66,6 +67,7 @@ log = logging.getLogger("aiokafka_lite.broker")
 
 _SIZE: Final = struct.Struct(">i")
 _SIZE_CORR: Final = struct.Struct(">ii")
+PRODUCE: Final = 0
 API_VERSIONS: Final = 18
 SASL_HANDSHAKE: Final = 17
 SASL_AUTHENTICATE: Final = 36
@@ -73,6 +75,12 @@ _MAX_QUEUED_FRAMES: Final = 64  # pause reading beyond this many unserved reques
 _MAX_QUEUED_BYTES: Final = 16 * 1024 * 1024
 IDLE_TIMEOUT: Final = 600.0  # connections.max.idle.ms
 _DIRECT_WRITE: Final = 64 * 1024  # response parts at least this big are written without joining
+_COALESCE_BYTES: Final = 256 * 1024
+# Requests whose core handlers never wait: responses before them may be held back and
+# written together with theirs. (Keyed by the frame's first two bytes, the API key.)
+_NON_BLOCKING: Final = frozenset(
+    struct.pack(">h", k) for k in (0, 2, 3, 18, 19, 20, 21, 23, 32, 33, 37, 44, 60)
+)
 _conn_ids = itertools.count(1)
 
 MechanismFactory = Callable[[], ServerMechanism]
@@ -182,6 +190,8 @@ class _Connection(asyncio.Protocol):
         self._reader = FrameReader(broker.state.config.max_request_size)
         self._frames: deque[bytes] = deque()
         self._queued_bytes = 0
+        self._out: list[bytes | bytearray] = []  # coalesced responses not yet written
+        self._out_size = 0
         self._reading_paused = False
         self._wakeup: asyncio.Future[None] | None = None
         self._writable: asyncio.Future[None] | None = None
@@ -279,6 +289,9 @@ class _Connection(asyncio.Protocol):
         try:
             while True:
                 if not self._frames:
+                    if self._out:
+                        await self._flush()
+                        continue  # more frames may have arrived meanwhile
                     if self._closed or self._eof:
                         return
                     self._wakeup = loop.create_future()
@@ -303,6 +316,10 @@ class _Connection(asyncio.Protocol):
         except CloseConnection as e:
             if str(e):
                 log.info("%s: closing: %s", self.id, e)
+            # Answers to earlier requests still go out before the close.
+            if self._out and self.transport is not None and not self.transport.is_closing():
+                self.transport.write(b"".join(self._out))
+                self._out.clear()
         except asyncio.CancelledError:
             pass
         except Exception:
@@ -316,9 +333,26 @@ class _Connection(asyncio.Protocol):
                 self._done.set_result(None)
 
     async def _write(self, data: bytes | bytearray) -> None:
+        """Queues a response; pipelined requests that cannot block get their responses
+        written together (one send for many small produce acks)."""
         if self._closed or self.transport is None:
             raise CloseConnection()
-        self.transport.write(data)
+        self._out.append(data)
+        self._out_size += len(data)
+        if self._out_size < _COALESCE_BYTES and self._frames and self._frames[0][:2] in _NON_BLOCKING:
+            return
+        await self._flush()
+
+    async def _flush(self) -> None:
+        if not self._out:
+            return
+        transport = self.transport
+        if self._closed or transport is None:
+            raise CloseConnection()
+        out = self._out
+        transport.write(out[0] if len(out) == 1 else b"".join(out))
+        out.clear()
+        self._out_size = 0
         w = self._writable
         if w is not None and not w.done():
             await w
@@ -331,6 +365,7 @@ class _Connection(asyncio.Protocol):
         drain between parts keeps its buffer small, so a 50 MB fetch response never
         sits in (and is shifted around within) one transport buffer.
         """
+        await self._flush()
         transport = self.transport
         if self._closed or transport is None:
             raise CloseConnection()
@@ -378,13 +413,25 @@ class _Connection(asyncio.Protocol):
         cls = REQUESTS.get(api_key)
         if cls is None or not cls.MIN_VERSION <= api_version <= cls.MAX_VERSION:
             raise CloseConnection(f"unsupported version {api_version} of api key {api_key}")
+        header_version = request_header_version(api_key, api_version)
+        request: Request
         try:
-            r = Reader(frame)
-            header = RequestHeader.decode_from(r, request_header_version(api_key, api_version), strict=False)
-            # Trailing bytes are ignored, as Kafka does (librdkafka sends some with Metadata v13).
-            request = cls.decode_from(r, api_version, strict=False)
-        except KafkaError as e:
-            raise CloseConnection(f"malformed request (api key {api_key} v{api_version}): {e}") from None
+            # Hand-written codecs first (produce is the hot path); they raise on anything
+            # unexpected and the generated codec below has the last word.
+            client_id, pos = parse_request_header(frame, header_version)
+            if api_key == PRODUCE:
+                request = decode_produce_request(frame, pos, api_version)
+            else:
+                request = cls.decode_from(Reader(frame, pos), api_version, strict=False)
+        except (KafkaError, struct.error, IndexError, ValueError):
+            try:
+                r = Reader(frame)
+                header = RequestHeader.decode_from(r, header_version, strict=False)
+                client_id = header.client_id
+                # Trailing bytes are ignored, as Kafka does (librdkafka sends some with Metadata v13).
+                request = cls.decode_from(r, api_version, strict=False)
+            except KafkaError as e:
+                raise CloseConnection(f"malformed request (api key {api_key} v{api_version}): {e}") from None
         if not self.authenticated and api_key not in (API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE):
             raise CloseConnection(f"api key {api_key} before SASL authentication")
         faults = broker.faults
@@ -392,9 +439,7 @@ class _Connection(asyncio.Protocol):
         injected: int | None = None
         if faults.active:
             faults.observe(
-                ObservedRequest(
-                    broker.node_id, self.id, api_key, api_version, corr, header.client_id, request
-                )
+                ObservedRequest(broker.node_id, self.id, api_key, api_version, corr, client_id, request)
             )
             drop = faults.take_drop(api_key, broker.node_id)
             if drop == "before":
@@ -402,6 +447,7 @@ class _Connection(asyncio.Protocol):
             drop_after = drop == "after"
             delay = faults.take_latency(api_key, broker.node_id)
             if delay > 0:
+                await self._flush()
                 await asyncio.sleep(delay)
             injected = faults.take_error(api_key, broker.node_id)
         ctx = RequestContext(
@@ -410,7 +456,7 @@ class _Connection(asyncio.Protocol):
             api_key,
             api_version,
             corr,
-            header.client_id,
+            client_id,
             self.principal,
             self.id,
             self.client_host,

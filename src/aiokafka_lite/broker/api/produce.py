@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Final
 
 from aiokafka_lite.broker.api.common import NOT_LEADER, CloseConnection
-from aiokafka_lite.broker.context import HandlerRegistry, RequestContext
+from aiokafka_lite.broker.api.fastpath import encode_produce_response
+from aiokafka_lite.broker.context import EncodedResponse, HandlerRegistry, RequestContext
 from aiokafka_lite.broker.log import validate_record_set
 from aiokafka_lite.broker.state import ClusterState, Topic
 from aiokafka_lite.errors import (
@@ -38,7 +39,7 @@ def node_endpoints(state: ClusterState, leaders: set[int]) -> list[ProduceRespon
     return out
 
 
-async def produce(ctx: RequestContext, req: Request) -> Response | None:
+async def produce(ctx: RequestContext, req: Request) -> Response | EncodedResponse | None:
     assert isinstance(req, ProduceRequest)
     state = ctx.cluster
     v = ctx.api_version
@@ -110,7 +111,29 @@ async def produce(ctx: RequestContext, req: Request) -> Response | None:
     resp = ProduceResponse(responses=responses)
     if moved_leaders and v >= 10:
         resp.node_endpoints = node_endpoints(state, moved_leaders)
-    return resp
+        return resp
+    body = encode_produce_response(
+        v,
+        [
+            (
+                tr.name,
+                tr.topic_id,
+                [
+                    (
+                        pr.index,
+                        pr.error_code,
+                        pr.base_offset,
+                        pr.log_append_time_ms,
+                        pr.log_start_offset,
+                        pr.error_message,
+                    )
+                    for pr in tr.partition_responses
+                ],
+            )
+            for tr in responses
+        ],
+    )
+    return EncodedResponse([body], len(body))
 
 
 def _all_failed(req: ProduceRequest, v: int, code: int) -> ProduceResponse:
