@@ -179,7 +179,12 @@ def spark_session() -> Any:
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     pytest.importorskip("pyspark", reason="pyspark is not installed (pip install 'aiokafka_lite[spark]')")
-    pytest.importorskip("pyarrow", reason="pyarrow is not installed (needed by PySpark data sources)")
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        pytest.fail(
+            "pyspark is installed without pyarrow, which Python data sources need: pip install 'pyspark[sql]'"
+        )
     session = spark_session()
     try:
         yield session

@@ -6,6 +6,8 @@ from __future__ import annotations
 import itertools
 import json
 import pickle
+import subprocess
+import sys
 
 import pytest
 from hypothesis import given
@@ -387,3 +389,18 @@ def test_sink_idempotence_can_be_turned_off() -> None:
     sink = parse_sink_options({**BOOT, "kafka.enable.idempotence": "false", "kafka.acks": "1"})
     assert sink.producer["enable_idempotence"] is False
     assert sink.producer["acks"] == 1
+
+
+def test_planning_imports_without_pyspark_and_register_explains() -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['pyspark'] = None  # as if not installed\n"
+        "import aiokafka_lite.spark.kafka_io, aiokafka_lite.spark.options, aiokafka_lite.spark.offsets\n"
+        "from aiokafka_lite.spark import register\n"
+        "try:\n"
+        "    register(object())\n"
+        "except ImportError as exc:\n"
+        "    print('IMPORT-ERROR', exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert "IMPORT-ERROR aiokafka_lite.spark needs pyspark>=4.0 with pyarrow" in out.stdout

@@ -92,6 +92,7 @@ offset planning (:mod:`.options`, :mod:`.offsets`) and the Kafka I/O
 
 from __future__ import annotations
 
+import importlib.util
 from typing import TYPE_CHECKING, Any
 
 __all__ = ["KafkaDataSource", "register"]
@@ -102,10 +103,14 @@ if TYPE_CHECKING:
 
 def _datasource() -> Any:
     try:
+        # Spark exchanges Python data source batches as Arrow: fail here, not in a task.
+        if importlib.util.find_spec("pyarrow") is None:
+            raise ImportError("No module named 'pyarrow'")
         from . import datasource
     except ImportError as exc:
         raise ImportError(
-            f"aiokafka_lite.spark needs pyspark>=4.0 with pyarrow: pip install 'aiokafka_lite[spark]' ({exc})"
+            "aiokafka_lite.spark needs pyspark>=4.0 with pyarrow: "
+            f"pip install 'aiokafka_lite[spark]' or 'pyspark[sql]' ({exc})"
         ) from exc
     return datasource
 
