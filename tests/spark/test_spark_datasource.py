@@ -267,3 +267,47 @@ def test_example_pipeline_end_to_end(spark: Any, capsys: pytest.CaptureFixture[s
     assert sorted(written.values()) == sorted(want.values())
     out = capsys.readouterr().out
     assert "produced 400 events" in out and f"wrote {len(want)} result records" in out
+
+
+def test_arrow_and_tuple_conversions_agree() -> None:
+    pytest.importorskip("pyspark")
+    from aiokafka_lite.fetch import Record
+    from aiokafka_lite.spark import datasource as ds
+    from aiokafka_lite.wire.records import TimestampType
+
+    recs = [
+        Record("t", 3, 10, None, b"a", (), -1, TimestampType.NO_TIMESTAMP, None),
+        Record("t", 3, 11, b"k", b"", (("h", b"1"), ("n", None)), BASE_MS, TimestampType.LOG_APPEND_TIME, 2),
+        Record("t", 3, 12, b"k2", None, (), BASE_MS + 1, TimestampType.CREATE_TIME, 2),
+    ]
+    pa_schema = ds._arrow_schema(ds._schema_struct())
+    batch = ds._to_arrow(recs, pa_schema)
+    assert batch.schema.equals(pa_schema)
+    utc = dt.UTC
+    from_arrow = [
+        (
+            r["key"],
+            r["value"],
+            r["topic"],
+            r["partition"],
+            r["offset"],
+            r["timestamp"].astimezone(utc),
+            r["timestampType"],
+            [(h["key"], h["value"]) for h in r["headers"]] if r["headers"] is not None else None,
+        )
+        for r in batch.to_pylist()
+    ]
+    assert from_arrow == list(ds._to_tuples(recs))
+    assert from_arrow[1] == (
+        b"k",
+        b"",
+        "t",
+        3,
+        11,
+        dt.datetime.fromtimestamp(BASE_MS / 1000, utc),
+        1,
+        [("h", b"1"), ("n", None)],
+    )
+    assert from_arrow[0][5] == dt.datetime(1969, 12, 31, 23, 59, 59, 999000, tzinfo=utc)
+    # Only headerless chunks: the column is all NULL.
+    assert ds._to_arrow(recs[2:], pa_schema).column(7).null_count == 1
