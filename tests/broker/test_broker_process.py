@@ -216,3 +216,13 @@ def test_cli_rejects_bad_arguments() -> None:
         env={**os.environ},
     )
     assert r.returncode == 2 and "partition count" in r.stderr
+
+
+@pytest.mark.parametrize("fsync", ["always", "never"])
+async def test_fsync_policies(tmp_path: Path, fsync: str) -> None:
+    async with EmbeddedCluster(data_dir=tmp_path, fsync=fsync, topics={"t": 1}) as cluster:  # type: ignore[arg-type]
+        async with await RawClient.connect(cluster.bootstrap) as c:
+            await produce(c, encode_batch([(1, None, b"kept", [])]))
+    async with EmbeddedCluster(data_dir=tmp_path, fsync=fsync) as cluster:  # type: ignore[arg-type]
+        async with await RawClient.connect(cluster.bootstrap) as c:
+            assert await fetch_values(c) == [(0, b"kept")]
