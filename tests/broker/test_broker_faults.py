@@ -141,6 +141,17 @@ def test_error_response_mirrors_nested_requests() -> None:
     ]
 
 
+def test_error_response_names_each_group() -> None:
+    # DescribeGroups/DeleteGroups ask with plain group ids; each answer must name its group.
+    from aiokafka_lite.wire.messages import DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest
+
+    described = error_response(DescribeGroupsRequest(groups=["a", "b"]), 5, 15)
+    assert [(g.group_id, g.error_code) for g in described.groups] == [("a", 15), ("b", 15)]  # type: ignore[attr-defined]
+    deleted = error_response(DeleteGroupsRequest(groups_names=["a"]), 2, 15)
+    assert isinstance(deleted, DeleteGroupsResponse)
+    assert [(r.group_id, r.error_code) for r in deleted.results] == [("a", 15)]
+
+
 async def test_latency_and_drops(kafka_cluster: EmbeddedCluster) -> None:
     kafka_cluster.create_topic("t", 1)
     kafka_cluster.add_latency(MetadataRequest, 0.3, count=1)

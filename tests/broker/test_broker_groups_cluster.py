@@ -129,9 +129,8 @@ async def test_cluster_expire_member_and_move_coordinator() -> None:
         assert r.error_code == NONE
         assert cluster.expire_group_member("g", r.member_id)
         assert not cluster.expire_group_member("g", r.member_id)
-        gc = cluster.state.services["groups"]
         other = 2 if node == 1 else 1
-        gc.move_coordinator("g", other)  # type: ignore[attr-defined]
+        cluster.move_group_coordinator("g", other)
         assert await coordinator(cluster, "g", via=node) == other
         r = await call(cluster, node, join, 3)
         assert r.error_code == errors.NotCoordinatorError.code

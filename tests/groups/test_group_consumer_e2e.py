@@ -14,7 +14,6 @@ from group_testlib import broker_config, eventually
 
 from aiokafka_lite import Consumer
 from aiokafka_lite.broker.cluster import EmbeddedCluster
-from aiokafka_lite.broker.groups import move_coordinator
 from aiokafka_lite.groups import MemberState
 from aiokafka_lite.produce.producer import Producer
 from aiokafka_lite.structs import TopicPartition as TP
@@ -206,7 +205,7 @@ async def test_coordinator_moved_while_consuming(cluster: EmbeddedCluster) -> No
         assert gc is not None
         old = gc.membership.coordinator
         new = next(n for n in (1, 2, 3) if n != old)
-        move_coordinator(cluster.state, "g", new)
+        cluster.move_group_coordinator("g", new)
         await eventually(lambda: gc.membership.coordinator == new, what="coordinator rediscovered")
         await asyncio.sleep(1.0)  # auto-commits go to the new coordinator
         assert balanced([a, b])

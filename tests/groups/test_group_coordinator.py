@@ -10,7 +10,6 @@ import pytest
 from group_testlib import Member, balanced, broker_config, eventually
 
 from aiokafka_lite.broker.cluster import EmbeddedCluster
-from aiokafka_lite.broker.groups import move_coordinator
 from aiokafka_lite.errors import (
     CommitFailedError,
     GroupMaxSizeReachedError,
@@ -165,7 +164,7 @@ async def test_coordinator_moved_group_survives(cluster: EmbeddedCluster) -> Non
     old = a.gc.membership.coordinator
     assert old is not None
     new = next(n for n in (1, 2, 3) if n != old)
-    move_coordinator(cluster.state, "g", new)
+    cluster.move_group_coordinator("g", new)
     await eventually(lambda: a.gc.membership.coordinator == new and b.gc.membership.coordinator == new)
     await eventually(lambda: balanced([a, b], ALL))
     assert (a.assignment(), b.assignment()) == before

@@ -335,6 +335,24 @@ class EmbeddedCluster:
             raise IllegalStateError("the group coordinator is not available in this cluster")
         return bool(expire(group_id, member_id))
 
+    def move_group_coordinator(self, group_id: str, broker_id: int) -> None:
+        """Makes ``broker_id`` the coordinator of ``group_id``; the old coordinator answers
+        NOT_COORDINATOR from then on, so members must rediscover it."""
+        svc = self.state.services.get("groups")
+        move = getattr(svc, "move_coordinator", None)
+        if move is None:
+            raise IllegalStateError("the group coordinator is not available in this cluster")
+        move(group_id, broker_id)
+
+    def move_transaction_coordinator(self, transactional_id: str, broker_id: int) -> None:
+        """Makes ``broker_id`` the coordinator of ``transactional_id`` (see
+        ``move_group_coordinator``)."""
+        svc = self.state.services.get("transactions")
+        move = getattr(svc, "move_coordinator", None)
+        if move is None:
+            raise IllegalStateError("the transaction coordinator is not available in this cluster")
+        move(transactional_id, broker_id)
+
     # -- inspection ------------------------------------------------------------------
     def observe(self, fn: Observer) -> None:
         """Calls ``fn(ObservedRequest)`` with every decoded request, before it is served."""

@@ -141,9 +141,18 @@ def _mirror(
                 if src_elem_cls is not None and isinstance(item, Struct):
                     out.append(_mirror(item, elem_cls, top_req, top_resp, v, code))
                 else:
-                    # A list of scalars (partition indexes, coordinator keys): one entry each.
+                    # A list of scalars (partition indexes, coordinator keys, group ids): one
+                    # entry each, naming what it answers.
                     entry = _mirror(None, elem_cls, top_req, top_resp, v, code)
-                    for cand in ("partition_index", "partition", "index", "key", "name"):
+                    for cand in (
+                        "partition_index",
+                        "partition",
+                        "index",
+                        "key",
+                        "group_id",
+                        "transactional_id",
+                        "name",
+                    ):
                         if any(s.name == cand for s in entry.FIELDS):
                             setattr(entry, cand, item)
                             break
