@@ -8,7 +8,7 @@ VENV="${VENV:-.venv}"
 if [ ! -x "$VENV/bin/python" ]; then
     python3 -m venv "$VENV"
 fi
-"$VENV/bin/python" -m pip install -q --disable-pip-version-check -e '.[test,docs]'
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check -e '.[test,spark,docs]'
 
 # kcat is one of the independent clients the interop tests use (Debian package).
 if ! command -v kcat >/dev/null 2>&1; then
