@@ -1257,3 +1257,12 @@ class ProducerRecordTooLargeError(RecordTooLargeError, MessageSizeTooLargeError)
     """A record exceeds the producer's ``max_request_size`` or ``buffer_memory``; it was
     rejected before being buffered. Catch it as ``MessageSizeTooLargeError`` (what the
     Java client raises for this case) or as ``RecordTooLargeError`` (client-side limit)."""
+
+
+# --------------------------------------------------------------------------------------
+# Transaction errors (appended by the transactions engineer).
+
+
+class TransactionAbortedError(KafkaError):
+    """The record's transaction was aborted before the record was delivered
+    (``abort_transaction()``, or an abort forced by an earlier error or a rebalance)."""
