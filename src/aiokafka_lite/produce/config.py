@@ -168,6 +168,24 @@ class ProducerConfig(Options):
     value_serializer: Serializer | None = option(
         None, "Callable applied to every value; without it values must be bytes-like or None."
     )
+    # -- transactions (see produce/transaction.py) ------------------------------------
+    transactional_id: str | None = option(
+        None,
+        "Makes the producer transactional: records are sent between begin_transaction() and "
+        "commit_transaction()/abort_transaction(). Starting the producer fences (and aborts the open "
+        "transaction of) any older instance with the same id. Requires idempotence (acks='all').",
+        lambda v: (
+            "must be a non-empty string or None"
+            if v is not None and (not isinstance(v, str) or not v)
+            else None
+        ),
+    )
+    transaction_timeout_ms: int = option(
+        60000,
+        "How long the transaction coordinator lets a transaction stay open before aborting it (and "
+        "fencing this producer). Must not exceed the broker's transaction.max.timeout.ms.",
+        between(1, _MAX_INT32),
+    )
 
     def validate(self) -> None:
         for name in ("key_serializer", "value_serializer"):
