@@ -35,6 +35,7 @@ from .batch import ProducerBatch
 from .config import ProducerConfig
 from .sequencing import DUPLICATE_SEQUENCE_NUMBER, IdempotenceManager
 from .topics import TopicRegistry
+from .transaction import TransactionManager
 
 __all__ = ["Sender"]
 
@@ -188,13 +189,20 @@ class Sender:
             idem.maybe_bump_epoch()
             if idem.fatal_error is not None and self.fatal_error is None:
                 self._fatal(idem.fatal_error)
-            if not idem.has_producer_id and self.fatal_error is None:
+            # (A transactional producer's id comes from its TransactionManager.)
+            if not idem.has_producer_id and self.fatal_error is None and self._transactional_id is None:
                 if self._pid_task is None:
                     wait = self._pid_retry_at - now
                     if wait <= 0:
                         self._pid_task = asyncio.get_running_loop().create_task(self._init_producer_id())
                     else:
                         delay = wait
+        if isinstance(idem, TransactionManager) and idem.abort_error is not None:
+            # Transactions: while aborting (or waiting for the abort), nothing more is
+            # sent; queued batches fail now (see transaction.py).
+            abort_error = idem.abort_error
+            for batch in acc.drain_all():
+                self._fail(batch, abort_error, sequence_gap=True)
         if self.fatal_error is not None:
             for batch in acc.drain_all():
                 self._fail(batch, self.fatal_error)
