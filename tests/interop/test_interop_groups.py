@@ -116,10 +116,14 @@ class KafkaPythonConsumer:
         # (kafka-python 3 runs rebalance listeners on its IO thread, where a blocking
         # commit is not allowed; every batch is committed right after it is processed.)
         self.c.subscribe([TOPIC])
+        # Learn the topic's partitions before the first poll joins: kafka-python 3.0
+        # otherwise joins without them, assigns nothing as leader and rejoins when
+        # the metadata arrives, and it loses that rejoin if a poll() times out while
+        # the SyncGroup is in flight (need_rejoin() turns False before the join task
+        # is collected: no assignment, no heartbeats, the session expires).
+        self.c.partitions_for_topic(TOPIC)
 
     def poll(self) -> list[Rec]:
-        # A poll long enough for a whole rebalance: kafka-python 3.0 can lose a join
-        # that outlives one poll() call when its metadata snapshot changes meanwhile.
         batches = self.c.poll(timeout_ms=1000, max_records=50)
         return [
             (r.key.decode(), r.value.decode(), tp.partition, r.offset)
