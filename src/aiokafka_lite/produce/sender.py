@@ -108,17 +108,26 @@ class Sender:
         synchronous), instead of waking the sender task for it: with linger 0 this saves
         a task switch per request. The sender task is woken only if the pass found a
         deadline earlier than the one it sleeps until."""
-        if self._task is None or self._stopping or self._wake_fut is None:
-            self.wake()  # not sleeping (running, or about to): it will look anyway
+        idem = self._idem
+        if (
+            self._task is None
+            or self._stopping
+            or self._wake_fut is None
+            or (idem is not None and idem.needs_attention)
+        ):
+            self.wake()  # not sleeping, or a full pass is due anyway
             return
         now = _now_ms()
         try:
-            delay = self._run_once(now)
+            # Only the sending half of a pass: expiry, metadata and idempotence upkeep
+            # stay with the sender task's own passes.
+            self._topics.update(self._client.cluster)
+            delay, unknown_leader = self._send_ready(now)
         except Exception:
             log.exception("producer send pass failed")
             self.wake()
             return
-        if now + delay < self._sleep_until:
+        if unknown_leader or now + delay < self._sleep_until:
             self.wake()
 
     def wake(self) -> None:
@@ -212,6 +221,19 @@ class Sender:
             self._expire(batch, now, in_flight=True)
         if self._topics_need_load_update(now):
             self._update_partition_load(now)
+        wait, unknown_leader = self._send_ready(now)
+        delay = min(delay, wait)
+        if unknown_leader:
+            self._client.request_metadata_refresh()
+            delay = min(delay, self._cfg.retry_backoff_ms)
+        if acc.in_flight or acc.has_queued:
+            delay = min(delay, max(acc.next_expiry_ms(now), 1.0))
+        return delay
+
+    def _send_ready(self, now: float) -> tuple[float, bool]:
+        """Drain and send whatever is sendable; ``(ms until more may be, unknown leader)``."""
+        acc = self._acc
+        idem = self._idem
         max_in_flight = self._max_in_flight
         in_flight = self._in_flight
 
@@ -230,14 +252,7 @@ class Sender:
                     self._last_drain[node] = now
                     sent = True
             if not sent:
-                break
-        delay = min(delay, wait)
-        if unknown_leader:
-            self._client.request_metadata_refresh()
-            delay = min(delay, self._cfg.retry_backoff_ms)
-        if acc.in_flight or acc.has_queued:
-            delay = min(delay, max(acc.next_expiry_ms(now), 1.0))
-        return delay
+                return wait, unknown_leader
 
     def _topics_need_load_update(self, now: float) -> bool:
         return self._cfg.partitioner_adaptive_partitioning_enable and now >= self._load_update_at
@@ -390,7 +405,11 @@ class Sender:
             self._handle_response(resp, batches, now)
         finally:
             self._in_flight[node] -= 1
-            self.wake()
+            # A freed slot matters only if something waits to be sent (retries included),
+            # or idempotence bookkeeping needs a pass; otherwise let the sender sleep.
+            idem = self._idem
+            if self._acc.has_queued or (idem is not None and idem.needs_attention) or self._stopping:
+                self.wake()
 
     def _handle_response(self, resp: ProduceResponse, batches: list[ProducerBatch], now: float) -> None:
         pending = {(b.tp.topic, b.tp.partition): b for b in batches}

@@ -293,6 +293,11 @@ class IdempotenceManager:
     def bump_required(self) -> bool:
         return self._bump_required
 
+    @property
+    def needs_attention(self) -> bool:
+        """An epoch bump or unresolved sequences wait for the sender's next pass."""
+        return self._bump_required or bool(self._unresolved) or not self.has_producer_id
+
     def maybe_bump_epoch(self) -> bool:
         """Apply a requested bump. Returns True if the producer id must be re-fetched
         (epoch exhausted; ``has_producer_id`` is then False until it is)."""
