@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Final
 
@@ -44,6 +44,14 @@ from .partitioner import key_partition
 from .sender import Sender, _now_ms
 from .sequencing import IdempotenceManager
 from .topics import TopicRegistry, TopicState
+from .transaction import (
+    GroupMetadataLike,
+    TransactionContext,
+    TransactionManager,
+    Transactions,
+    TxnState,
+    check_config,
+)
 
 __all__ = ["Producer"]
 
@@ -125,7 +133,8 @@ class Producer:
             self._own_client = True
         self._client_bootstrap = bootstrap_servers or ""
         cfg = self.config
-        self._idempotent = cfg.idempotent
+        check_config(cfg)
+        self._idempotent = cfg.idempotent or cfg.transactional_id is not None
         self._pool = BufferPool(cfg.buffer_memory)
         self._acc = RecordAccumulator(
             batch_size=cfg.batch_size,
@@ -137,13 +146,18 @@ class Producer:
             pool=self._pool,
             retry_backoff_ms=cfg.retry_backoff_ms,
             retry_backoff_max_ms=cfg.retry_backoff_max_ms,
+            transactional=cfg.transactional_id is not None,
         )
         self._topics = TopicRegistry(
             self._acc,
             partitioner=cfg.partitioner if isinstance(cfg.partitioner, str) else "custom",
             sticky_bytes=cfg.batch_size,
         )
-        self._idem: IdempotenceManager | None = IdempotenceManager() if self._idempotent else None
+        self._idem: IdempotenceManager | None
+        if cfg.transactional_id is not None:  # transactions: see transaction.py
+            self._idem = TransactionManager(cfg.transactional_id, cfg.transaction_timeout_ms)
+        else:
+            self._idem = IdempotenceManager() if self._idempotent else None
         self._sender = self._new_sender()
         self._custom_partitioner = None if isinstance(cfg.partitioner, str) else cfg.partitioner
         self._keyed = cfg.partitioner == "default" and not cfg.partitioner_ignore_keys
@@ -160,14 +174,34 @@ class Producer:
         self._closed = False
         #: Closed, or the sender hit a fatal error: new records are refused.
         self._refused = False
+        self._txn: Transactions | None = None
+        if isinstance(self._idem, TransactionManager):
+            self._txn = Transactions(
+                lambda: self._client,
+                self._idem,
+                cfg,
+                wake_sender=lambda: self._sender.wake(),
+                flush=self.flush,
+                on_state_change=self._update_refused,
+            )
+            self._refused = True  # records are accepted inside a transaction only
         #: Topic states by name (the registry's dict, aliased for the fast path).
         self._states = self._topics.topics
         self._close_task: asyncio.Task[None] | None = None
         self._start_task: asyncio.Task[None] | None = None
 
     def _new_sender(self) -> Sender:
-        sender = Sender(self._client, self.config, self._acc, self._topics, self._idem)
+        sender = Sender(
+            self._client,
+            self.config,
+            self._acc,
+            self._topics,
+            self._idem,
+            transactional_id=self.config.transactional_id,
+        )
         sender.on_fatal = self._on_fatal
+        if isinstance(self._idem, TransactionManager):
+            sender.on_batch_failed = self._idem.on_batch_failed
         return sender
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -201,6 +235,14 @@ class Producer:
             raise
         self._sender.start()
         self._started = True
+        if self._txn is not None:
+            # InitProducerId: fences older instances with our transactional id (aborting
+            # their open transaction). A producer that cannot initialize is closed.
+            try:
+                await self._txn.init()
+            except BaseException:
+                await self.close(flush=False)
+                raise
 
     async def __aenter__(self) -> Producer:
         await self.start()
@@ -263,12 +305,24 @@ class Producer:
     def _on_fatal(self, _exc: BaseException) -> None:
         self._refused = True
 
+    def _update_refused(self) -> None:
+        """Transactions: records are accepted only inside a transaction (the fast paths
+        check this one flag)."""
+        txn = self._txn
+        self._refused = (
+            self._closed
+            or self._sender.fatal_error is not None
+            or (txn is not None and not txn.manager.accepts_records)
+        )
+
     async def _close(self, timeout: float | None, flush: bool) -> None:  # noqa: ASYNC109
         self._closed = True
         self._refused = True
         self._pool.close()  # writers blocked on memory fail now
         acc = self._acc
         try:
+            if flush and self._started and self._txn is not None:
+                await self._txn.abort_open(timeout)  # as in Java: an open transaction is aborted
             if flush and self._started and acc.incomplete:
                 acc.closing = True
                 self._sender.wake()
@@ -286,6 +340,8 @@ class Producer:
                     E.ProducerClosedError("producer closed before the record was delivered")
                 )
         finally:
+            if self._txn is not None:
+                await self._txn.close()
             if self._started:
                 await self._sender.stop()
             if self._own_client:
@@ -368,6 +424,8 @@ class Producer:
         """Why new records are refused (closed producer, or a fatal error)."""
         if self._closed:
             return E.ProducerClosedError("producer is closed")
+        if self._txn is not None and not self._txn.manager.accepts_records:
+            return self._txn.manager.refusal()
         fatal = self._sender.fatal_error
         assert fatal is not None
         return fatal
@@ -802,6 +860,64 @@ class Producer:
         if errors:
             raise errors[0]
         return result
+
+    # -- transactions (the logic lives in transaction.py) ----------------------------------
+
+    def _transactions(self) -> Transactions:
+        if self._txn is None:
+            raise E.IllegalStateError("not a transactional producer (set transactional_id)")
+        if self._closed:
+            raise E.ProducerClosedError("producer is closed")
+        self._check_started()
+        return self._txn
+
+    @property
+    def transactional_id(self) -> str | None:
+        return self.config.transactional_id
+
+    @property
+    def transaction_state(self) -> TxnState:
+        """Where the transactional producer is: READY, IN_TRANSACTION, ABORTABLE_ERROR
+        (call ``abort_transaction()``), FATAL_ERROR (close the producer)..."""
+        if self._txn is None:
+            raise E.IllegalStateError("not a transactional producer (set transactional_id)")
+        return self._txn.state
+
+    async def begin_transaction(self) -> None:
+        """Start a transaction: records sent from now on are committed or aborted together."""
+        self._transactions().begin()
+
+    async def send_offsets_to_transaction(
+        self,
+        offsets: Mapping[TopicPartition, Any],
+        group_metadata: GroupMetadataLike | str,
+        *,
+        timeout_ms: float | None = None,
+    ) -> None:
+        """Commit consumer offsets (next offset to read per partition; ints or
+        ``OffsetAndMetadata``) as part of the transaction. ``group_metadata`` is
+        ``consumer.group_metadata()``: its generation and member id make the commit fail
+        (``CommitFailedError``, abortable) if the group moved on (KIP-447). Waits up to
+        ``timeout_ms`` (default ``max_block_ms``)."""
+        await self._transactions().send_offsets(offsets, group_metadata, timeout_ms)
+
+    async def commit_transaction(self, *, timeout_ms: float | None = None) -> None:
+        """Deliver every record of the transaction (flush), then commit it. An error that
+        needs an abort leaves the state ABORTABLE_ERROR; a fatal one FATAL_ERROR. On
+        ``KafkaTimeoutError`` (after ``timeout_ms``, default ``max_block_ms``) the commit
+        goes on: call it again to wait for it."""
+        await self._transactions().commit(timeout_ms)
+
+    async def abort_transaction(self, *, timeout_ms: float | None = None) -> None:
+        """Abort the transaction: records not sent yet fail with ``TransactionAbortedError``,
+        those written stay invisible to read_committed consumers, its offsets are dropped."""
+        await self._transactions().abort(timeout_ms)
+
+    def transaction(self) -> TransactionContext:
+        """``async with producer.transaction():`` begins a transaction, commits it when the
+        block ends normally and aborts it when the block raises (the error propagates)."""
+        self._transactions()
+        return TransactionContext(self)
 
     # -- introspection -----------------------------------------------------------------------
 

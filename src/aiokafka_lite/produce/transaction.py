@@ -511,7 +511,7 @@ class Transactions:
 
     def __init__(
         self,
-        client: Client,
+        client: Callable[[], Client],
         manager: TransactionManager,
         config: ProducerConfig,
         *,
@@ -519,7 +519,7 @@ class Transactions:
         flush: Callable[[], Awaitable[None]],
         on_state_change: Callable[[], None] | None = None,
     ) -> None:
-        self._client = client
+        self._client_of = client  # the producer may replace its client after a failed start
         self.manager = manager
         self._cfg = config
         self._wake_sender = wake_sender
@@ -579,6 +579,17 @@ class Transactions:
                 self._op = None
         return result
 
+    async def abort_open(self, timeout_s: float | None) -> None:
+        """At a graceful close: abort an open transaction (errors are logged)."""
+        state = self.manager.state
+        if state not in (S.IN_TRANSACTION, S.ABORTABLE_ERROR, S.ABORTING):
+            return
+        log.info("transactional id %s: aborting the open transaction at close", self._tid)
+        try:
+            await self.abort(None if timeout_s is None else timeout_s * 1000)
+        except E.KafkaError as exc:
+            log.warning("transactional id %s: abort at close failed: %s", self._tid, exc)
+
     async def close(self) -> None:
         """Cancel background work (the producer is closing)."""
         self._closed = True
@@ -608,7 +619,7 @@ class Transactions:
     ) -> Response:
         """Send to the coordinator of ``key`` until the response has no retriable error.
         Raises the first non-retriable error (the caller classifies it)."""
-        client = self._client
+        client = self._client_of()
         attempt = 0
         while True:
             code = -1
