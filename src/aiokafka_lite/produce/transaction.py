@@ -230,7 +230,7 @@ class TransactionManager(IdempotenceManager):
     # -- state --------------------------------------------------------------------------
 
     def _transition(self, target: TxnState, error: BaseException | None = None) -> None:
-        if self.state not in _SOURCES[target]:
+        if self.state not in _SOURCES.get(target, ()):
             raise E.IllegalStateError(f"invalid transaction state transition {self.state} -> {target}")
         log.debug("transactional id %s: %s -> %s", self.transactional_id, self.state, target)
         self.state = target
