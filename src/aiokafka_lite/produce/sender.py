@@ -82,6 +82,7 @@ class Sender:
         self._wake_fut: asyncio.Future[None] | None = None
         self._woken = False
         self._sleep_until = 0.0
+        self._kick_pending = False
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self._load_update_at = 0.0
@@ -104,10 +105,19 @@ class Sender:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="aiokafka_lite.producer.sender")
 
     def kick(self) -> None:
-        """Run one sending pass right now in the caller's task (everything in it is
-        synchronous), instead of waking the sender task for it: with linger 0 this saves
-        a task switch per request. The sender task is woken only if the pass found a
-        deadline earlier than the one it sleeps until."""
+        """Linger 0: send what is ready at the end of this event-loop round, from a plain
+        callback rather than a sender-task step. Records appended by other tasks in the
+        same round (a burst) still ride in one request, and no task switch is paid."""
+        if self._kick_pending:
+            return
+        self._kick_pending = True
+        asyncio.get_running_loop().call_soon(self._kick_now)
+
+    def _kick_now(self) -> None:
+        """One sending pass in a callback (everything in it is synchronous). The sender
+        task is woken only if the pass found a deadline earlier than the one it sleeps
+        until."""
+        self._kick_pending = False
         idem = self._idem
         if (
             self._task is None
