@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import struct
-from typing import Any, ClassVar, NamedTuple, Self
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, ClassVar, Generic, NamedTuple, Self, TypeVar
 
 from aiokafka_lite.errors import CorruptFrameError, VersionError
 from aiokafka_lite.wire.primitives import Reader, Writer
@@ -115,6 +116,39 @@ class Request(ApiMessage):
 
 class Response(ApiMessage):
     __slots__ = ()
+
+
+M = TypeVar("M", bound=ApiMessage)
+
+
+class LazyRegistry(Mapping[int, type[M]], Generic[M]):
+    """API key -> message class, importing each class's module on first lookup.
+
+    Lookups after the first are a plain dict hit (the hot path of frame dispatch).
+    """
+
+    __slots__ = ("_load", "_loaded", "_names")
+
+    def __init__(self, load: Callable[[str], type], names: dict[int, str]) -> None:
+        self._load = load
+        self._names = names
+        self._loaded: dict[int, type[M]] = {}
+
+    def __getitem__(self, key: int) -> type[M]:
+        cls = self._loaded.get(key)
+        if cls is None:
+            cls = self._load(self._names[key])
+            self._loaded[key] = cls
+        return cls
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._names
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
 
 
 def _to_plain(value: object) -> object:
