@@ -260,9 +260,9 @@ class TransactSession:
             keep = self.consumer.assignment() - tps
             self._doomed = True
             state = self.producer.transaction_state
-            if state in (TxnState.IN_TRANSACTION, TxnState.ABORTABLE_ERROR):
+            if state in (TxnState.IN_TRANSACTION, TxnState.ABORTABLE_ERROR) and not self.producer.closed:
                 await self._abort_locked(rewind=keep)
-            else:  # fatal: nothing to abort with (the coordinator times it out)
+            else:  # fatal or closed: nothing to abort with (the coordinator times it out)
                 self._open = False
                 self._starts.clear()
                 self._next.clear()
