@@ -118,7 +118,6 @@ class Member:
                     await task
                 except (asyncio.CancelledError, Exception):
                     pass
-        await self.gc._net.close()  # type: ignore[attr-defined]
         await self.client.close()
 
 

@@ -84,7 +84,6 @@ class Worker:
                 t.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await t
-        await gc._net.close()  # type: ignore[attr-defined]
         await self.consumer.client.close()
 
     async def cleanup(self) -> None:

@@ -317,7 +317,7 @@ async def test_leader_rejoins_when_partitions_are_added(cluster: EmbeddedCluster
     assert a.gc.membership.is_leader
     cluster.state.add_partitions("t", 14)
     cluster.state.changed()
-    await a.gc._net.refresh_metadata(["t"])  # type: ignore[attr-defined]  # (periodic in real life)
+    await a.client.refresh_metadata(["t"])  # (periodic in real life)
     more = ALL | {TP("t", 12), TP("t", 13)}
     await eventually(lambda: balanced([a], more), what="new partitions assigned")
     await a.close()

@@ -189,12 +189,6 @@ class GroupCoordinator:
 
     # ------------------------------------------------------------------ introspection
     @property
-    def _net(self) -> GroupClient:
-        """The client group requests go through: the shared one (coordinator traffic used
-        to have a second client here; some group tests still reach for this name)."""
-        return self._client
-
-    @property
     def group_id(self) -> str:
         return self._settings.group_id
 
