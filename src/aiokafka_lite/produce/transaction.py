@@ -568,12 +568,12 @@ class Transactions:
             async with asyncio.timeout(timeout / 1000):
                 result = await asyncio.shield(task)
         except TimeoutError:
-            if task.done():  # the operation itself timed out
-                raise
-            raise E.KafkaTimeoutError(
-                f"{name} did not complete within {timeout:g} ms; it goes on in the background "
-                f"(call it again to keep waiting)"
-            ) from None
+            if not task.done():
+                raise E.KafkaTimeoutError(
+                    f"{name} did not complete within {timeout:g} ms; it goes on in the background "
+                    f"(call it again to keep waiting)"
+                ) from None
+            result = task.result()  # finished meanwhile (or timed out by itself: raises that)
         finally:
             if task.done() and self._op is not None and self._op[1] is task:
                 self._op = None
@@ -969,6 +969,9 @@ class Transactions:
             await asyncio.wait([add])
         self._wake_sender()  # fails the batches not sent yet
         await self._flush()  # and waits for those in flight
+        if m.state is S.FATAL_ERROR:  # e.g. a batch learnt that we are fenced
+            assert m.last_error is not None
+            raise _fresh(m.last_error)
         try:
             if m.needs_end_txn:
                 await self._end_txn(commit=False)
