@@ -398,3 +398,37 @@ async def test_txn_offset_commit_carries_the_member(kafka_cluster: EmbeddedClust
     assert isinstance(req, TxnOffsetCommitRequest)
     assert (req.generation_id, req.member_id, req.group_instance_id) == (3, "member-1", "instance-1")
     assert req.transactional_id == "tx-1"
+
+
+async def test_lost_responses_are_retried_safely(kafka_cluster: EmbeddedCluster) -> None:
+    """AddPartitionsToTxn and EndTxn executed by the broker but their responses lost:
+    the retries find the work done."""
+    kafka_cluster.create_topic(T, 1)
+    async with txn_producer(kafka_cluster, request_timeout_ms=2000) as p:
+        await p.begin_transaction()
+        kafka_cluster.drop_connection(AddPartitionsToTxnRequest, when="after")
+        await p.send(T, b"one")
+        kafka_cluster.drop_connection(EndTxnRequest, when="after")
+        await p.commit_transaction()
+        async with p.transaction():
+            await p.send(T, b"two")
+    assert values(await read_topic(kafka_cluster.bootstrap, T, 1, "read_committed")) == [b"one", b"two"]
+
+
+async def test_abort_while_partitions_are_being_added(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic(T, 1)
+    async with txn_producer(kafka_cluster, linger_ms=0) as p:
+        await p.begin_transaction()
+        kafka_cluster.add_latency(AddPartitionsToTxnRequest, 0.3, count=1)
+        fut = await p.enqueue(T, b"racing")
+        await asyncio.sleep(0.05)  # the AddPartitionsToTxn request is on its way
+        with kafka_cluster.record_requests(EndTxnRequest) as rec:
+            await p.abort_transaction()
+        # Its outcome was unknown when the abort began, so the abort ended it for sure.
+        assert [o.request.committed for o in rec.requests] == [False]  # type: ignore[attr-defined]
+        with pytest.raises(E.TransactionAbortedError):
+            await fut
+        assert p.transaction_state is TxnState.READY
+        async with p.transaction():
+            await p.send(T, b"next")
+    assert values(await read_topic(kafka_cluster.bootstrap, T, 1, "read_committed")) == [b"next"]
