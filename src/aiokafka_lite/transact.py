@@ -189,7 +189,8 @@ class TransactSession:
                 return not doomed
             producer = self.producer
             try:
-                await producer.send_offsets_to_transaction(self._next, self.consumer.group_metadata())
+                if producer.transaction_state is not TxnState.COMMITTING:  # else: a retried commit
+                    await producer.send_offsets_to_transaction(self._next, self.consumer.group_metadata())
                 await producer.commit_transaction()
             except E.KafkaError as exc:
                 if producer.transaction_state is not TxnState.ABORTABLE_ERROR:

@@ -23,6 +23,7 @@ from aiokafka_lite.broker.cluster import EmbeddedCluster
 from aiokafka_lite.fetch import Record
 from aiokafka_lite.produce.transaction import TxnState
 from aiokafka_lite.transact import TransactSession
+from aiokafka_lite.wire.messages import EndTxnRequest
 
 IN, OUT = "eos-in", "eos-out"
 IN_PARTS, OUT_PARTS = 6, 4
@@ -289,3 +290,40 @@ def test_session_forces_read_committed() -> None:
             topics=["x"],
             consumer_options={"isolation_level": "read_uncommitted"},
         )
+
+
+async def test_commit_timeout_can_be_retried(kafka_cluster_factory: Any) -> None:
+    cluster: EmbeddedCluster = await kafka_cluster_factory(config=broker_config())
+    cluster.create_topic(IN, 1)
+    cluster.create_topic(OUT, 1)
+    async with Producer(cluster.bootstrap) as source:
+        await source.send_batch(IN, [b"%d" % i for i in range(5)])
+    session = TransactSession(
+        cluster.bootstrap,
+        group_id=GROUP,
+        transactional_id="tx-slow-commit",
+        topics=[IN],
+        consumer_options=FAST_GROUP,
+        producer_options={"max_block_ms": 300},
+    )
+    async with session:
+        async with asyncio.timeout(20):
+            batch: dict[TopicPartition, list[Record]] = {}
+            while not batch:
+                batch = await session.poll(timeout_ms=100)
+        for recs in batch.values():
+            await session.producer.send_batch(OUT, [b"out-" + r.value for r in recs])
+        cluster.add_latency(EndTxnRequest, 1.0, count=1)
+        with pytest.raises(E.KafkaTimeoutError):
+            await session.commit()
+        assert session.in_transaction
+        async with asyncio.timeout(20):
+            while True:
+                try:
+                    assert await session.commit() is True
+                    break
+                except E.KafkaTimeoutError:
+                    continue
+        assert not session.in_transaction
+    rc = await read_topic(cluster.bootstrap, OUT, 1, "read_committed")
+    assert values(rc) == sorted(b"out-" + r.value for recs in batch.values() for r in recs)
