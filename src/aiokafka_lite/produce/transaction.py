@@ -977,6 +977,7 @@ class Transactions:
                 await self._end_txn(commit=False)
             if m.bump_required:
                 await self._init_producer_id(m.producer)
+                m.epoch_bumps += 1
         except E.KafkaError as exc:
             m.fail_fatal(exc)  # the transaction cannot be ended: nothing else to fall back on
             raise
