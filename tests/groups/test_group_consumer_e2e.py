@@ -103,18 +103,31 @@ def balanced(workers: list[Worker]) -> bool:
     return max(sizes) - min(sizes) <= 1 and all(w.stable() for w in workers)
 
 
-async def produce(cluster: EmbeddedCluster, total: int, batches: int, pause: float) -> int:
-    async with Producer(bootstrap_servers=cluster.bootstrap, linger_ms=2) as p:
-        per = total // batches
-        for b in range(batches):
-            await p.enqueue_batch("t", [b"%d" % (b * per + i) for i in range(per)])
-            await asyncio.sleep(pause)
-        await p.flush()
-    return per * batches
-
-
 def end_offsets(cluster: EmbeddedCluster) -> dict[int, int]:
     return {p: cluster.high_watermark("t", p) for p in range(PARTITIONS)}
+
+
+async def produce_until(
+    cluster: EmbeddedCluster, stop: asyncio.Event, interval: float = 0.02, per_partition: int = 1
+) -> int:
+    """``per_partition`` records into every partition each ``interval`` seconds until
+    ``stop`` is set: whichever partitions a member gets, new records keep arriving there
+    for as long as the scenario runs (a fixed budget could be consumed, or land on
+    other members' partitions, before a late member is assigned anything)."""
+    n = 0
+    async with Producer(bootstrap_servers=cluster.bootstrap, linger_ms=0) as p:
+        while not stop.is_set():
+            for part in range(PARTITIONS):
+                if per_partition == 1:
+                    await p.enqueue("t", b"%d" % n, partition=part)
+                else:
+                    await p.enqueue_batch(
+                        "t", [b"%d" % (n + i) for i in range(per_partition)], partition=part
+                    )
+                n += per_partition
+            await asyncio.sleep(interval)
+        await p.flush()
+    return n
 
 
 @pytest.mark.parametrize("strategy", ["cooperative-sticky", "range"])
@@ -124,7 +137,8 @@ async def test_members_join_and_leave_one_by_one_every_record_once(
     seen: dict[tuple[int, int], list[str]] = defaultdict(list)
     opts = {"partition_assignment_strategy": [strategy]}
     workers = [Worker(cluster, f"w{i}", seen, **opts) for i in range(3)]
-    producer = asyncio.create_task(produce(cluster, 50_000, 100, 0.03))
+    stop = asyncio.Event()
+    producer = asyncio.create_task(produce_until(cluster, stop, interval=0.03, per_partition=20))
     try:
         a, b, c = workers
         await a.start()
@@ -137,12 +151,14 @@ async def test_members_join_and_leave_one_by_one_every_record_once(
         await eventually(lambda: balanced([b, c]), what="b+c")
         await b.stop()
         await eventually(lambda: balanced([c]), what="c alone")
+        stop.set()
         total = await producer
         ends = end_offsets(cluster)
         assert sum(ends.values()) == total
         await eventually(lambda: len(seen) == total, limit=60, what="everything consumed")
         await c.stop()
     finally:
+        stop.set()
         producer.cancel()
         for w in workers:
             await w.cleanup()
@@ -150,19 +166,6 @@ async def test_members_join_and_leave_one_by_one_every_record_once(
     assert not twice, f"{len(twice)} records processed more than once, e.g. {sorted(twice.items())[:5]}"
     assert set(seen) == {(p, o) for p, end in ends.items() for o in range(end)}
     assert all(w.count > 0 for w in workers)
-
-
-async def produce_until(cluster: EmbeddedCluster, stop: asyncio.Event, interval: float = 0.02) -> int:
-    """One record per partition every ``interval`` seconds until ``stop`` is set."""
-    n = 0
-    async with Producer(bootstrap_servers=cluster.bootstrap, linger_ms=0) as p:
-        while not stop.is_set():
-            for part in range(PARTITIONS):
-                await p.enqueue("t", b"%d" % n, partition=part)
-                n += 1
-            await asyncio.sleep(interval)
-        await p.flush()
-    return n
 
 
 async def test_member_crash_moves_partitions_after_session_timeout_nothing_lost(
@@ -299,7 +302,8 @@ async def test_ordered_workers_across_rebalances(cluster: EmbeddedCluster, strat
             partition_assignment_strategy=[strategy],
         )
 
-    producer = asyncio.create_task(produce(cluster, 6_000, 30, 0.05))
+    stop = asyncio.Event()
+    producer = asyncio.create_task(produce_until(cluster, stop, per_partition=2))
     c1, c2 = member(), member()
     await c1.start()
     p1 = OrderedWorkers(c1, handle, concurrency=6, commit_interval_ms=200)
@@ -314,11 +318,13 @@ async def test_ordered_workers_across_rebalances(cluster: EmbeddedCluster, strat
         p2.stop()
         await t2
         await c2.close()  # revokes after the pool committed; nothing left in flight
+        stop.set()
         total = await producer
         await eventually(lambda: sum(len(v) for v in history.values()) >= total, limit=60)
         p1.stop()
         await t1
     finally:
+        stop.set()
         producer.cancel()
         p1.stop()
         p2.stop()
