@@ -121,10 +121,21 @@ async def test_exactly_once_pipeline_with_crash_and_rebalances(kafka_cluster_fac
     produced = 0
 
     async def feed(count: int) -> None:
-        # Input arrives in steps, so that each event below happens with work left.
+        # Input arrives in steps, spread over every partition, so that each event below
+        # happens while every instance has work.
         nonlocal produced
-        await source.send_batch(IN, [b"%d" % i for i in range(produced, produced + count)])
+        for part in range(IN_PARTS):
+            chunk = [b"%d" % i for i in range(produced + part, produced + count, IN_PARTS)]
+            await source.send_batch(IN, chunk, partition=part)
         produced += count
+
+    async def feed_until(done: Any, what: str, budget: int) -> None:
+        start = produced
+        async with asyncio.timeout(60):
+            while not done():
+                assert produced - start < budget, f"no {what} after {budget} more records"
+                await feed(300)
+                await asyncio.sleep(0.05)
 
     async def progress(at_least: int) -> bool:
         return await committed_total(admin) >= at_least
@@ -143,21 +154,15 @@ async def test_exactly_once_pipeline_with_crash_and_rebalances(kafka_cluster_fac
         c = Worker(cluster.bootstrap, "tx-c")
         workers.append(c)
         await c.start()
-        await feed(4000)
-
-        async def c_worked() -> bool:
-            return c.committed >= 3
-
-        await wait_for(c_worked, "the third instance to commit")
+        await feed_until(lambda: c.committed >= 3, "commits by the third instance", 4000)
         stopping = asyncio.get_running_loop().create_task(c.stop())
-        await feed(4000)
+        await feed(2000)
         await stopping
         workers.remove(c)
 
         # Kill one instance mid-transaction, with its output already written.
         a.freeze = True
-        await feed(3000)
-        await asyncio.wait_for(a.frozen.wait(), 30)
+        await feed_until(a.frozen.is_set, "transaction in the instance to kill", 4000)
         assert a.session.producer.transaction_state is TxnState.IN_TRANSACTION
         await a.kill()
         workers.remove(a)
