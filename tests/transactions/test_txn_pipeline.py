@@ -227,10 +227,8 @@ async def test_revocation_aborts_the_open_transaction(kafka_cluster_factory: Any
         coordinator = first.session.consumer.coordinator
         assert coordinator is not None
         coordinator.add_listener(Watch())
-        await second.start()  # joining triggers the rebalance
-        async with asyncio.timeout(20):
-            while not revoked_in_txn.is_set():
-                await first.session.poll(timeout_ms=50)  # keeps the member polling
+        await second.start()  # joining triggers the rebalance (driven by the group's own task)
+        await asyncio.wait_for(revoked_in_txn.wait(), 20)
         assert await first.session.commit() is False
         with pytest.raises(E.IllegalStateError):
             await first.session.producer.send(OUT, b"late")
