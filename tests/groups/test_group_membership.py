@@ -796,6 +796,44 @@ def test_late_commit_rejection_for_old_generation_does_not_fence() -> None:
     assert m.generation == 4 and not m.rejoin_needed
 
 
+def test_commits_wait_while_join_or_sync_is_in_flight() -> None:
+    m = Membership(settings(enable_auto_commit=False))
+    stable(m, T[:2], generation=2)
+    m.request_rejoin("test")
+    _, join = rejoin(m, 10)
+    assert m.state is MemberState.PREPARING
+    assert m.commit_identity() == (2, "m1", None)  # revocation callbacks may still commit
+    m.join_request(join.attempt, 10)
+    assert m.commit_identity() is None  # JoinGroup in flight: the generation is being replaced
+    m.join_response(join.attempt, join_ok(m, generation=3), 20)
+    assert m.state is MemberState.SYNCING and m.commit_identity() is None
+    m.sync_response(join.attempt, sync_ok(m, T[:2]), 30)
+    assert m.commit_identity() == (3, "m1", None)
+
+
+@pytest.mark.parametrize("code", [ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID])
+def test_commit_rejected_while_rejoining_does_not_start_another_rebalance(code: int) -> None:
+    """A commit sent before the JoinGroup is answered after it (same connection, broker
+    order): the rejection must not reset the member, or it rejoins again right after this
+    rebalance, and again after the next one (a storm while commits keep coming)."""
+    m = Membership(settings(enable_auto_commit=False))
+    stable(m, T[:2], generation=2)
+    hb = m.heartbeat_request(3000)
+    assert hb is not None
+    m.heartbeat_response(hb, REBALANCE_IN_PROGRESS, 3000)
+    _, join = rejoin(m, 3000)
+    m.join_request(join.attempt, 3000)
+    err = m.commit_failed(2, code, 3001)
+    assert isinstance(err, CommitFailedError)
+    assert m.state is MemberState.JOINING and m.generation == 2 and m.member_id == "m1"
+    assert not m.rejoin_needed
+    acts = m.join_response(join.attempt, join_ok(m, generation=3), 3002)
+    assert isinstance(acts[0], SendSyncGroup)
+    m.sync_response(join.attempt, sync_ok(m, T[:2]), 3003)
+    assert m.state is MemberState.STABLE and m.generation == 3
+    assert not m.rejoin_needed and m.tick(3004) == []
+
+
 def test_commit_not_coordinator_marks_unknown() -> None:
     m = Membership(settings())
     stable(m, T[:1])

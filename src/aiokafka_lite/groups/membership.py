@@ -34,7 +34,7 @@ import enum
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from aiokafka_lite.errors import (
     CommitFailedError,
@@ -127,6 +127,10 @@ class MemberState(enum.Enum):
     STABLE = "stable"
     CLOSED = "closed"
     FAILED = "failed"  # fatal error; see Membership.fatal
+
+
+# A JoinGroup/SyncGroup exchange is under way: the generation is being replaced.
+_EXCHANGING: Final = frozenset({MemberState.JOINING, MemberState.ASSIGNING, MemberState.SYNCING})
 
 
 # ----------------------------------------------------------------------------- settings
@@ -389,10 +393,13 @@ class Membership:
 
     def commit_identity(self) -> tuple[int, str, str | None] | None:
         """``(generation, member_id, instance_id)`` to commit with, or None when offsets
-        must not be committed (subscribed but not part of a generation)."""
+        must not be committed (subscribed but not part of a generation, or a JoinGroup or
+        SyncGroup is in flight: as the Java client, commits wait for the rebalance to
+        finish, since the broker could only answer ILLEGAL_GENERATION or
+        REBALANCE_IN_PROGRESS)."""
         if not self.subscribed:
             return -1, "", None  # offsets-only use of the group (manual assignment)
-        if self.generation < 0 or not self.member_id:
+        if self.generation < 0 or not self.member_id or self.state in _EXCHANGING:
             return None
         return self.generation, self.member_id, self.settings.group_instance_id
 
@@ -882,9 +889,13 @@ class Membership:
 
         Generation problems become ``CommitFailedError`` (and a rejoin); the generation is
         only reset when the commit used the current one, so a late answer to an old
-        commit cannot fence a member that has moved on.
+        commit cannot fence a member that has moved on. While a JoinGroup/SyncGroup is in
+        flight the rejection changes nothing either: that exchange gets the group's own
+        verdict (a new generation, or its error). Resetting then would make the member
+        rejoin once more right after the exchange completes, and with commits every few
+        hundred milliseconds every rebalance would start the next one.
         """
-        current = generation == self.generation
+        current = generation == self.generation and self.state not in _EXCHANGING
         if error_code in (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION):
             if current:
                 self._reset_generation(reset_member_id=error_code == UNKNOWN_MEMBER_ID)
