@@ -500,7 +500,11 @@ class Consumer:
         return self._coordinator
 
     async def commit(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None) -> None:
-        """Commit ``offsets`` (next offset to read per partition), or every consumed position."""
+        """Commit ``offsets`` (next offset to read per partition), or every consumed position.
+
+        Raises ``CommitFailedError`` when the group has moved on, and also, without asking
+        the broker, while this member's JoinGroup/SyncGroup is in flight (as the Java
+        client): retry once the rebalance completes (the next poll drives it)."""
         coordinator = self._require_group()
         if offsets is None:
             await coordinator.commit(None)
