@@ -136,15 +136,24 @@ async def test_pipelined_requests_without_reading(kafka_cluster: EmbeddedCluster
     _reader, writer = await asyncio.open_connection(*kafka_cluster.bootstrap.split(":"))
     try:
         writer.write(frame * 2000)  # ~2000 responses of ~200 KB each, never read
-        await asyncio.sleep(0.5)
         (broker,) = kafka_cluster.brokers
-        conn = next(
-            c
-            for c in broker.connections
-            if c.transport is not None and c.transport.get_write_buffer_size() > 0
-        )
-        assert conn.transport is not None
-        assert conn.transport.get_write_buffer_size() < 64 * 1024 * 1024
+
+        def backed_up() -> list[asyncio.Transport]:
+            return [
+                c.transport
+                for c in broker.connections
+                if c.transport is not None and c.transport.get_write_buffer_size() > 0
+            ]
+
+        # Wait (however slow the machine) until responses pile up, then give the broker
+        # time in which unbounded buffering would show.
+        deadline = asyncio.get_running_loop().time() + 30
+        while not backed_up():
+            assert asyncio.get_running_loop().time() < deadline, "the broker never answered"
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.5)
+        (transport,) = backed_up()
+        assert transport.get_write_buffer_size() < 64 * 1024 * 1024
         assert await healthy(kafka_cluster)
     finally:
         writer.close()
