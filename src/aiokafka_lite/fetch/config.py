@@ -101,11 +101,9 @@ class ConsumerConfig(Options):
     )
     group_protocol: str = option(
         "classic",
-        "'classic' (JoinGroup/SyncGroup) or 'consumer' (KIP-848 ConsumerGroupHeartbeat).",
+        "Group protocol: 'classic' (JoinGroup/SyncGroup), the only one implemented. 'consumer' "
+        "(KIP-848) is recognised and rejected with ConfigError when the consumer joins.",
         one_of("classic", "consumer"),
-    )
-    group_remote_assignor: str | None = option(
-        None, "Server-side assignor name for the 'consumer' group protocol."
     )
 
     def validate(self) -> None:
