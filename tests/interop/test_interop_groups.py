@@ -124,7 +124,7 @@ class KafkaPythonConsumer:
         self.c.partitions_for_topic(TOPIC)
 
     def poll(self) -> list[Rec]:
-        batches = self.c.poll(timeout_ms=1000, max_records=50)
+        batches = self.c.poll(timeout_ms=200, max_records=50)
         return [
             (r.key.decode(), r.value.decode(), tp.partition, r.offset)
             for tp, recs in batches.items()
