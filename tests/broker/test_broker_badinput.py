@@ -237,6 +237,7 @@ async def test_fuzz_request_path(kafka_cluster: EmbeddedCluster, batch: list[byt
         kafka_cluster.create_topic("t", 1)
     async with await RawClient.connect(kafka_cluster.bootstrap) as c:
         await c.send_raw(b"".join(batch))
+        c.writer.write_eof()  # nothing more comes: the broker answers what it can, then closes
         # Whatever happens (answers or a closed connection), the broker must stay healthy.
         try:
             while True:
