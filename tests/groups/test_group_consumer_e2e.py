@@ -315,6 +315,28 @@ async def test_ordered_workers_across_rebalances(cluster: EmbeddedCluster, strat
         await c2.start()
         t2 = asyncio.create_task(p2.run())
         await eventually(lambda: p2.stats.processed > 300, what="second member working")
+
+        def generations() -> set[int]:
+            return {c.coordinator.membership.generation for c in (c1, c2) if c.coordinator is not None}
+
+        def settled() -> bool:
+            return (
+                all(
+                    c.coordinator is not None
+                    and c.coordinator.state is MemberState.STABLE
+                    and not c.coordinator.membership.rejoin_needed
+                    for c in (c1, c2)
+                )
+                and len(generations()) == 1
+            )
+
+        await eventually(settled, what="both members stable in one generation")
+        (generation,) = settled_at = generations()
+        # c1 alone, c2 joins, (cooperative) the follow-up round; one spare. Commits racing a
+        # rejoin once made every rebalance start the next one (dozens of generations).
+        assert generation <= (4 if strategy == "cooperative-sticky" else 3), f"generation {generation}"
+        await asyncio.sleep(1.0)  # five commit rounds of both pools: no rebalance may follow
+        assert settled() and generations() == settled_at, "commits set off another rebalance"
         p2.stop()
         await t2
         await c2.close()  # revokes after the pool committed; nothing left in flight
