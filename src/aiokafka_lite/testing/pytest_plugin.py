@@ -5,25 +5,40 @@ Fixtures:
 ``kafka_bootstrap``
     Bootstrap servers (``"host:port,..."``) of a Kafka cluster for this test, chosen by
     option: ``--kafka=embedded`` (default; a fresh embedded cluster per test, running in
-    a background thread so blocking clients work too), ``--kafka=container`` (one
-    testcontainers ``KafkaContainer`` per session; needs Docker) or
-    ``--kafka-bootstrap=HOST:PORT`` (any external cluster). When the test also uses
-    ``kafka_cluster``, it is that cluster's bootstrap.
+    a background thread so blocking clients work too), ``--kafka=apache`` (a real Apache
+    Kafka, see below), ``--kafka=container`` (one testcontainers ``KafkaContainer`` per
+    session; needs Docker) or ``--kafka-bootstrap=HOST:PORT`` (any external cluster).
+    When the test also uses ``kafka_cluster``, it is that cluster's bootstrap.
 ``kafka_cluster``
-    A started ``EmbeddedCluster`` (1 broker) in the test's event loop, for tests that use
-    its control API (fault injection, request inspection). Skips the test when the
-    session does not use the embedded cluster. Startup costs a few milliseconds.
+    A started one-broker cluster with a control API. Embedded (default): an
+    ``EmbeddedCluster`` in the test's event loop, with fault injection and request
+    inspection; startup costs a few milliseconds. ``--kafka=apache``: the session's
+    ``ApacheCluster`` (``aiokafka_lite.testing.apache``), which has the part of that API
+    a real cluster can honour (``bootstrap``, ``create_topic``, ``delete_topic``,
+    ``high_watermark``, broker stop/kill/restart); every topic and group is deleted
+    after each test. Other modes skip the test.
 ``kafka_cluster_factory``
-    ``await kafka_cluster_factory(brokers=3, sasl_users={...}, ssl_context=...)``: custom
-    cluster shapes (any ``EmbeddedCluster`` argument), closed at teardown. Skips like
-    ``kafka_cluster``.
+    ``await kafka_cluster_factory(brokers=3, ...)``: custom cluster shapes, closed at
+    teardown. Embedded: any ``EmbeddedCluster`` argument. Apache: a fresh
+    ``ApacheCluster`` with ``brokers``, ``auto_create_topics``, ``default_partitions``,
+    ``topics`` and ``configs`` (broker settings).
 ``kafka_threaded_cluster_factory``
-    ``kafka_threaded_cluster_factory(**kwargs) -> ThreadedCluster``: an embedded cluster
-    on a background thread, for tests with blocking clients that need the control API
-    (``tc.call(lambda c: c.move_leader("t", 0))``). Skips like ``kafka_cluster``.
+    ``kafka_threaded_cluster_factory(**kwargs) -> ThreadedCluster``: a cluster for tests
+    with blocking clients (``tc.bootstrap``, ``tc.call(lambda c: c.high_watermark(...))``,
+    ``tc.run(lambda c: c.stop_broker(2))``). Embedded or Apache, like the factory above.
+``apache_kafka``
+    The session's one-node ``ApacheCluster``, whatever ``--kafka`` says: for tests that
+    compare against the real broker in every run (the differential suite). Topics and
+    groups are deleted after each test that used it.
 
-Marker ``@pytest.mark.kafka_embedded`` skips a test unless the session uses the
-embedded cluster (for tests that need fault injection without the fixtures).
+Options: ``--kafka-version`` picks the Apache Kafka release (``latest``, ``4.0`` or a
+full version; default: the newest pinned one). Kafka is fetched with Maven on first use
+(Java 17+ and Maven needed; a missing one is a test error that says so, never a skip).
+
+Marker ``@pytest.mark.kafka_embedded``: the test needs the embedded broker (fault
+injection, request inspection, internal state). With ``--kafka=apache`` such tests,
+and tests that use no Kafka fixture at all, are deselected, so the Apache pass runs
+exactly the tests that talk to a broker through the fixtures. In other modes they skip.
 """
 
 from __future__ import annotations
@@ -38,9 +53,11 @@ import pytest
 # installed costs a test session nothing.
 if TYPE_CHECKING:
     from aiokafka_lite.broker.cluster import EmbeddedCluster
+    from aiokafka_lite.testing.apache import ApacheCluster
     from aiokafka_lite.testing.threaded import ThreadedCluster
 
 __all__ = [
+    "apache_kafka",
     "kafka_bootstrap",
     "kafka_cluster",
     "kafka_cluster_factory",
@@ -55,9 +72,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("aiokafka_lite", "Kafka for integration tests")
     group.addoption(
         "--kafka",
-        choices=("embedded", "container"),
+        choices=("embedded", "apache", "container"),
         default="embedded",
-        help="where the kafka_bootstrap fixture gets a cluster: the embedded broker (default) or a testcontainers Kafka",
+        help="where the Kafka fixtures get a cluster: the embedded broker (default), Apache Kafka "
+        "run from Maven Central's jars, or a testcontainers Kafka",
+    )
+    group.addoption(
+        "--kafka-version",
+        default=os.environ.get("AIOKAFKA_LITE_KAFKA_VERSION", "latest"),
+        help="Apache Kafka release for --kafka=apache and the apache_kafka fixture: latest, 4.0 or a full version",
     )
     group.addoption(
         "--kafka-bootstrap",
@@ -85,6 +108,35 @@ def _mode(config: pytest.Config) -> str:
     return str(config.getoption("--kafka"))
 
 
+_KAFKA_FIXTURES = frozenset(
+    {
+        "kafka_bootstrap",
+        "kafka_cluster",
+        "kafka_cluster_factory",
+        "kafka_threaded_cluster_factory",
+        "apache_kafka",
+    }
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With --kafka=apache, keep only the tests that reach a broker through the fixtures
+    and do not need the embedded broker's control API."""
+    if _mode(config) != "apache":
+        return
+    keep: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if item.get_closest_marker("kafka_embedded") is None and fixtures & _KAFKA_FIXTURES:
+            keep.append(item)
+        else:
+            dropped.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if item.get_closest_marker("kafka_embedded") is not None and _mode(item.config) != "embedded":
         pytest.skip("needs the embedded Kafka cluster (fault injection / control API)")
@@ -98,8 +150,30 @@ def _require_embedded(config: pytest.Config) -> None:
 
 @pytest.fixture(scope="session")
 def kafka_mode(pytestconfig: pytest.Config) -> str:
-    """``"embedded"``, ``"container"`` or ``"external"``."""
+    """``"embedded"``, ``"apache"``, ``"container"`` or ``"external"``."""
     return _mode(pytestconfig)
+
+
+@pytest.fixture(scope="session")
+def _apache_kafka_session(pytestconfig: pytest.Config) -> Iterator[ApacheCluster]:
+    """One Apache Kafka node for the whole session, started on first use."""
+    from aiokafka_lite.testing.apache import ApacheCluster
+
+    cluster = ApacheCluster(1, version=str(pytestconfig.getoption("--kafka-version")))
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+
+
+@pytest.fixture
+def apache_kafka(_apache_kafka_session: ApacheCluster) -> Iterator[ApacheCluster]:
+    """The session's Apache Kafka; the test's topics and groups are deleted afterwards."""
+    try:
+        yield _apache_kafka_session
+    finally:
+        _apache_kafka_session.reset()
 
 
 @pytest.fixture(scope="session")
@@ -110,8 +184,8 @@ def _kafka_container_bootstrap(pytestconfig: pytest.Config) -> Iterator[str]:
     except ImportError:  # older testcontainers layouts
         try:
             from testcontainers.kafka import KafkaContainer
-        except ImportError:
-            pytest.skip("--kafka=container needs the testcontainers package")
+        except ImportError as e:
+            raise RuntimeError("--kafka=container needs the testcontainers package") from e
     image = str(pytestconfig.getoption("--kafka-image"))
     container = KafkaContainer(image=image)
     if hasattr(container, "with_kraft"):
@@ -122,7 +196,8 @@ def _kafka_container_bootstrap(pytestconfig: pytest.Config) -> Iterator[str]:
     try:
         container.start()
     except Exception as e:  # no Docker daemon, image pull failure...
-        pytest.skip(f"cannot start a Kafka container ({image}): {e}")
+        # The user asked for this mode: a cluster that cannot start is an error, not a skip.
+        raise RuntimeError(f"--kafka=container: cannot start a Kafka container ({image}): {e}") from e
     try:
         yield str(container.get_bootstrap_server())
     finally:
@@ -139,6 +214,10 @@ def kafka_bootstrap(request: pytest.FixtureRequest) -> Iterator[str]:
     if mode == "container":
         yield request.getfixturevalue("_kafka_container_bootstrap")
         return
+    if mode == "apache":
+        apache: ApacheCluster = request.getfixturevalue("apache_kafka")
+        yield apache.bootstrap
+        return
     if "kafka_cluster" in request.fixturenames:
         cluster: EmbeddedCluster = request.getfixturevalue("kafka_cluster")
         yield cluster.bootstrap
@@ -154,9 +233,16 @@ def kafka_bootstrap(request: pytest.FixtureRequest) -> Iterator[str]:
 
 
 @pytest.fixture
-async def kafka_cluster(pytestconfig: pytest.Config) -> AsyncIterator[EmbeddedCluster]:
-    """A fresh one-broker embedded cluster in the test's event loop."""
-    _require_embedded(pytestconfig)
+async def kafka_cluster(request: pytest.FixtureRequest) -> AsyncIterator[EmbeddedCluster]:
+    """A fresh one-broker embedded cluster in the test's event loop, or with
+    ``--kafka=apache`` the session's Apache Kafka (typed as the embedded cluster so that
+    tests keep their types; at run time it is an ``ApacheCluster``)."""
+    if _mode(request.config) == "apache":
+        apache = request.getfixturevalue("apache_kafka")
+        # The handle offers EmbeddedCluster's portable subset and says so when asked for more.
+        yield apache
+        return
+    _require_embedded(request.config)
     from aiokafka_lite.broker.cluster import EmbeddedCluster
 
     async with EmbeddedCluster(brokers=1) as cluster:
@@ -169,6 +255,23 @@ ClusterFactory = Callable[..., Awaitable["EmbeddedCluster"]]
 @pytest.fixture
 async def kafka_cluster_factory(pytestconfig: pytest.Config) -> AsyncIterator[ClusterFactory]:
     """``await factory(**EmbeddedCluster kwargs)``: started clusters, closed at teardown."""
+    if _mode(pytestconfig) == "apache":
+        version = str(pytestconfig.getoption("--kafka-version"))
+        started: list[ApacheCluster] = []
+
+        async def apache_factory(**kwargs: Any) -> EmbeddedCluster:
+            cluster = _apache_cluster(version, kwargs)
+            started.append(cluster)
+            await cluster.__aenter__()
+            _create_initial_topics(cluster, kwargs)
+            return cluster  # type: ignore[return-value]  # the portable subset, see kafka_cluster
+
+        try:
+            yield apache_factory
+        finally:
+            for ac in reversed(started):
+                await ac.__aexit__(None, None, None)
+        return
     _require_embedded(pytestconfig)
     from aiokafka_lite.broker.cluster import EmbeddedCluster
 
@@ -190,6 +293,23 @@ async def kafka_cluster_factory(pytestconfig: pytest.Config) -> AsyncIterator[Cl
 @pytest.fixture
 def kafka_threaded_cluster_factory(pytestconfig: pytest.Config) -> Iterator[Callable[..., ThreadedCluster]]:
     """``factory(**EmbeddedCluster kwargs) -> ThreadedCluster`` (started), closed at teardown."""
+    if _mode(pytestconfig) == "apache":
+        version = str(pytestconfig.getoption("--kafka-version"))
+        clusters: list[ApacheCluster] = []
+
+        def apache_factory(**kwargs: Any) -> ThreadedCluster:
+            cluster = _apache_cluster(version, kwargs)
+            clusters.append(cluster)
+            cluster.start()
+            _create_initial_topics(cluster, kwargs)
+            return _ThreadedApache(cluster)  # type: ignore[return-value]  # same call/run surface
+
+        try:
+            yield apache_factory
+        finally:
+            for ac in reversed(clusters):
+                ac.close()
+        return
     _require_embedded(pytestconfig)
     from aiokafka_lite.testing.threaded import ThreadedCluster
 
@@ -206,3 +326,57 @@ def kafka_threaded_cluster_factory(pytestconfig: pytest.Config) -> Iterator[Call
     finally:
         for tc in reversed(started):
             tc.close()
+
+
+# -- Apache Kafka in place of the embedded factories ------------------------------------
+
+# EmbeddedCluster arguments that a real cluster can honour, and how.
+_PORTABLE_CLUSTER_ARGS = frozenset({"brokers", "auto_create_topics", "default_partitions", "topics", "configs"})
+
+
+def _apache_cluster(version: str, kwargs: dict[str, Any]) -> ApacheCluster:
+    from aiokafka_lite.testing.apache import ApacheCluster, EmbeddedOnlyError
+
+    unknown = sorted(set(kwargs) - _PORTABLE_CLUSTER_ARGS)
+    if unknown:
+        raise EmbeddedOnlyError(
+            f"cluster arguments {unknown} exist only in the embedded broker; "
+            "mark the test @pytest.mark.kafka_embedded"
+        )
+    configs = dict(kwargs.get("configs") or {})
+    if "auto_create_topics" in kwargs:
+        configs["auto.create.topics.enable"] = "true" if kwargs["auto_create_topics"] else "false"
+    if "default_partitions" in kwargs:
+        configs["num.partitions"] = str(kwargs["default_partitions"])
+    return ApacheCluster(int(kwargs.get("brokers", 1)), version=version, configs=configs)
+
+
+def _create_initial_topics(cluster: ApacheCluster, kwargs: dict[str, Any]) -> None:
+    for name, partitions in dict(kwargs.get("topics") or {}).items():
+        cluster.create_topic(name, partitions)
+
+
+class _ThreadedApache:
+    """``ThreadedCluster``'s surface over an ``ApacheCluster`` (whose control API is
+    already thread-safe and synchronous)."""
+
+    def __init__(self, cluster: ApacheCluster) -> None:
+        self.cluster = cluster
+
+    @property
+    def bootstrap(self) -> str:
+        return self.cluster.bootstrap
+
+    def call(self, fn: Callable[[ApacheCluster], Any], timeout: float = 30.0) -> Any:
+        return fn(self.cluster)
+
+    def run(self, fn: Callable[[ApacheCluster], Awaitable[Any]], timeout: float = 60.0) -> Any:
+        import asyncio
+
+        async def main() -> Any:
+            return await asyncio.wait_for(fn(self.cluster), timeout)
+
+        return asyncio.run(main())
+
+    def close(self, timeout: float = 30.0) -> None:
+        self.cluster.close()

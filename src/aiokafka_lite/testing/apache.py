@@ -1,0 +1,679 @@
+"""Apache Kafka itself, for tests: resolved from Maven Central, run as local processes.
+
+The embedded broker is a fast stand-in; Apache Kafka is the reference. This module
+fetches a pinned Kafka release with Maven (``apache_kafka_pom.xml`` beside this file),
+formats KRaft storage and runs combined broker+controller nodes on free loopback ports,
+with no Docker::
+
+    with ApacheCluster(brokers=3) as kafka:
+        kafka.create_topic("t", 6, replication_factor=3)
+        ... Producer(kafka.bootstrap) ...
+        kafka.kill_node(2)          # SIGKILL, like a crash
+        kafka.start_node(2)         # same ports, same data
+
+``ApacheCluster`` offers the part of ``EmbeddedCluster``'s control API that a real
+cluster can honour (topics, high watermarks, stopping, killing and restarting brokers),
+so tests written against that part run on either. Fault injection at the request level
+exists only in the embedded broker.
+
+Needs Java 17+ and Maven on PATH (or ``JAVA_HOME`` / ``AIOKAFKA_LITE_MVN``). The jars
+are copied to ``$AIOKAFKA_LITE_KAFKA_CACHE`` (default ``~/.cache/aiokafka_lite/kafka``),
+one folder per version; Maven's own downloads stay in ``~/.m2``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import fcntl
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from concurrent.futures import Future
+from importlib import resources
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, NoReturn, Self, TypeVar
+
+from aiokafka_lite.errors import KafkaError
+
+if TYPE_CHECKING:
+    from aiokafka_lite.admin.client import Admin
+
+__all__ = [
+    "DEFAULT_KAFKA_VERSION",
+    "KAFKA_VERSIONS",
+    "ApacheCluster",
+    "ApacheKafkaError",
+    "ApacheNode",
+    "EmbeddedOnlyError",
+    "kafka_classpath",
+    "resolve_version",
+]
+
+#: Pinned releases: the newest 4.x that resolves from Maven Central, and the first 4.x
+#: line (still widely deployed). ``--kafka-version`` takes a key or a full version.
+KAFKA_VERSIONS: Mapping[str, str] = {"latest": "4.4.0", "4.4": "4.4.0", "4.0": "4.0.2"}
+DEFAULT_KAFKA_VERSION = KAFKA_VERSIONS["latest"]
+
+T = TypeVar("T")
+
+# Settings every test node gets. They differ from Kafka's defaults only where a test
+# cluster of one to three nodes needs it (internal topics' replication) or where a
+# default exists to wait for more members than a test will ever have.
+_TEST_BROKER_CONFIG: Mapping[str, str] = {
+    "group.initial.rebalance.delay.ms": "0",
+    # Fewer partitions for the internal topics: creating 50 of them costs seconds.
+    "offsets.topic.num.partitions": "10",
+    "transaction.state.log.num.partitions": "10",
+    "share.coordinator.state.topic.num.partitions": "10",
+    "log.flush.interval.messages": "9223372036854775807",
+    # Bounded heap-friendly segment size for short-lived test data.
+    "log.segment.bytes": str(64 << 20),
+}
+
+
+class ApacheKafkaError(KafkaError):
+    """Apache Kafka could not be fetched or started (missing Java/Maven, a failed
+    download, a node that did not come up). The message says which and how to fix it."""
+
+
+class EmbeddedOnlyError(ApacheKafkaError, AttributeError):
+    """A test asked a real Kafka cluster for control the embedded broker alone has."""
+
+
+def resolve_version(version: str | None) -> str:
+    """``None``/``"latest"`` -> the newest pinned release; ``"4.0"`` -> 4.0.x; a full
+    version is taken as given."""
+    if version is None:
+        return DEFAULT_KAFKA_VERSION
+    return KAFKA_VERSIONS.get(version, version)
+
+
+def _cache_root() -> Path:
+    env = os.environ.get("AIOKAFKA_LITE_KAFKA_CACHE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "aiokafka_lite" / "kafka"
+
+
+def _java() -> str:
+    home = os.environ.get("JAVA_HOME")
+    if home and os.access(os.path.join(home, "bin", "java"), os.X_OK):
+        return os.path.join(home, "bin", "java")
+    found = shutil.which("java")
+    if found is None:
+        raise ApacheKafkaError(
+            "Apache Kafka needs Java 17 or newer, and no `java` is on PATH (nor JAVA_HOME set): "
+            "install a JDK, e.g. `apt-get install openjdk-17-jre-headless`"
+        )
+    return found
+
+
+def _mvn() -> str:
+    found = os.environ.get("AIOKAFKA_LITE_MVN") or shutil.which("mvn")
+    if found is None:
+        raise ApacheKafkaError(
+            "fetching Apache Kafka needs Maven, and no `mvn` is on PATH: install it "
+            "(e.g. `apt-get install maven`), or point AIOKAFKA_LITE_MVN at it"
+        )
+    return found
+
+
+def kafka_classpath(version: str | None = None) -> Path:
+    """The folder holding Kafka ``version``'s jars, fetched with Maven on first use.
+
+    Safe to call from several processes at once (a file lock serialises the download)."""
+    version = resolve_version(version)
+    target = _cache_root() / version
+    lib = target / "lib"
+    done = target / ".complete"
+    if done.exists():
+        return lib
+    target.mkdir(parents=True, exist_ok=True)
+    with open(target / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if done.exists():
+            return lib
+        mvn = _mvn()
+        pom = resources.files("aiokafka_lite.testing").joinpath("apache_kafka_pom.xml")
+        with resources.as_file(pom) as pom_path, tempfile.TemporaryDirectory(dir=target) as tmp:
+            staging = Path(tmp) / "lib"
+            cmd = [
+                mvn,
+                "-B",
+                "-q",
+                "-f",
+                str(pom_path),
+                "dependency:copy-dependencies",
+                f"-Dkafka.version={version}",
+                f"-DoutputDirectory={staging}",
+                "-DincludeScope=runtime",
+            ]
+            proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp, timeout=900)
+            jars = list(staging.glob("*.jar")) if staging.exists() else []
+            if proc.returncode != 0 or not any(j.name.startswith("kafka_2.13-") for j in jars):
+                out = (proc.stdout + proc.stderr).strip().splitlines()
+                tail = "\n".join(out[-15:])
+                raise ApacheKafkaError(
+                    f"Maven could not fetch Apache Kafka {version} (exit {proc.returncode}); is "
+                    f"Maven Central reachable, and does org.apache.kafka:kafka_2.13:{version} exist?\n"
+                    f"command: {' '.join(cmd)}\n{tail}"
+                )
+            if lib.exists():
+                shutil.rmtree(lib)
+            staging.rename(lib)
+        done.write_text(version + "\n")
+    return lib
+
+
+def _free_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def _random_cluster_id() -> str:
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+
+
+class ApacheNode:
+    """One Kafka process: a combined broker and KRaft controller with its own data dir.
+
+    Its ports and data survive ``stop``/``kill`` and ``start``, like a restarted server."""
+
+    def __init__(
+        self,
+        node_id: int,
+        workdir: Path,
+        *,
+        classpath: Path,
+        host: str,
+        port: int,
+        controller_port: int,
+        heap: str,
+    ) -> None:
+        self.node_id = node_id
+        self.dir = workdir / f"node-{node_id}"
+        self.data_dir = self.dir / "data"
+        self.config_path = self.dir / "server.properties"
+        self.log_path = self.dir / "server.log"
+        self.host = host
+        self.port = port
+        self.controller_port = controller_port
+        self._classpath = classpath
+        self._heap = heap
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self.running and self._proc is not None else None
+
+    def write_config(self, quorum: str, configs: Mapping[str, str]) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        props = {
+            "process.roles": "broker,controller",
+            "node.id": str(self.node_id),
+            "controller.quorum.voters": quorum,
+            "listeners": f"PLAINTEXT://{self.host}:{self.port},CONTROLLER://{self.host}:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{self.host}:{self.port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(self.data_dir),
+            **configs,
+        }
+        self.config_path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+
+    def _java_cmd(self, main: str, *args: str) -> list[str]:
+        return [
+            _java(),
+            f"-Xmx{self._heap}",
+            "-XX:+UseSerialGC",
+            "-Djava.awt.headless=true",
+            "-Dorg.slf4j.simpleLogger.showDateTime=true",
+            "-Dorg.slf4j.simpleLogger.log.org.apache.kafka.clients=warn",
+            "-cp",
+            f"{self._classpath}/*",
+            main,
+            *args,
+        ]
+
+    def format(self, cluster_id: str) -> None:
+        cmd = self._java_cmd(
+            "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(self.config_path)
+        )
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        if proc.returncode != 0:
+            raise ApacheKafkaError(
+                f"formatting Kafka storage for node {self.node_id} failed (exit {proc.returncode}):\n"
+                f"{(proc.stdout + proc.stderr).strip()[-2000:]}"
+            )
+
+    def start(self) -> None:
+        if self.running:
+            return
+        log = open(self.log_path, "ab")  # the child keeps its own copy of the descriptor
+        try:
+            self._proc = subprocess.Popen(
+                self._java_cmd("kafka.Kafka", str(self.config_path)),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        finally:
+            log.close()
+
+    def terminate(self) -> None:
+        """Asks the process to shut down (SIGTERM) without waiting."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Controlled shutdown (SIGTERM); SIGKILL if it has not exited within ``timeout``."""
+        proc = self._proc
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+    def kill(self) -> None:
+        """SIGKILL: a crash, with no controlled shutdown."""
+        proc = self._proc
+        if proc is None or proc.poll() is not None:
+            return
+        proc.kill()
+        proc.wait(10)
+
+    def log_tail(self, lines: int = 25) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def wait_listening(self, deadline: float) -> None:
+        while True:
+            proc = self._proc
+            if proc is not None and proc.poll() is not None:
+                raise ApacheKafkaError(
+                    f"Kafka node {self.node_id} exited with code {proc.returncode} while starting; "
+                    f"last lines of {self.log_path}:\n{self.log_tail()}"
+                )
+            with contextlib.suppress(OSError), socket.create_connection((self.host, self.port), 0.5):
+                return
+            if time.monotonic() > deadline:
+                raise ApacheKafkaError(
+                    f"Kafka node {self.node_id} did not listen on {self.address} in time; "
+                    f"last lines of {self.log_path}:\n{self.log_tail()}"
+                )
+            time.sleep(0.1)
+
+
+class ApacheCluster:
+    """A real Apache Kafka cluster of ``brokers`` KRaft nodes on loopback.
+
+    Every node is broker and controller (the controller quorum is all nodes), so any
+    single node of three may be stopped or killed while the cluster keeps serving.
+    ``configs`` are extra broker settings for every node. The control methods are
+    synchronous (they block on an admin client running on a private thread), so they
+    work from sync and async tests alike; the ``async`` broker lifecycle methods mirror
+    ``EmbeddedCluster``'s.
+    """
+
+    def __init__(
+        self,
+        brokers: int = 1,
+        *,
+        version: str | None = None,
+        configs: Mapping[str, str] | None = None,
+        host: str = "127.0.0.1",
+        workdir: str | os.PathLike[str] | None = None,
+        heap: str = "768m",
+        start_timeout: float = 120.0,
+    ) -> None:
+        if brokers < 1:
+            raise ApacheKafkaError("a cluster needs at least one broker")
+        self.version = resolve_version(version)
+        self.host = host
+        self.brokers_count = brokers
+        self._configs = dict(configs or {})
+        self._workdir_arg = workdir
+        self._heap = heap
+        self._start_timeout = start_timeout
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self.nodes: list[ApacheNode] = []
+        self.cluster_id = _random_cluster_id()
+        self._control: _ControlThread | None = None
+
+    # -- lifetime --------------------------------------------------------------------
+    def start(self) -> None:
+        if self.nodes:
+            raise ApacheKafkaError("this cluster was already started")
+        classpath = kafka_classpath(self.version)
+        if self._workdir_arg is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix=f"apache-kafka-{self.version}-")
+            workdir = Path(self._tmp.name)
+        else:
+            workdir = Path(self._workdir_arg)
+            workdir.mkdir(parents=True, exist_ok=True)
+        for i in range(self.brokers_count):
+            self.nodes.append(
+                ApacheNode(
+                    i + 1,
+                    workdir,
+                    classpath=classpath,
+                    host=self.host,
+                    port=_free_port(self.host),
+                    controller_port=_free_port(self.host),
+                    heap=self._heap,
+                )
+            )
+        quorum = ",".join(f"{n.node_id}@{n.host}:{n.controller_port}" for n in self.nodes)
+        rf = str(min(3, self.brokers_count))
+        configs = {
+            **_TEST_BROKER_CONFIG,
+            "offsets.topic.replication.factor": rf,
+            "transaction.state.log.replication.factor": rf,
+            "transaction.state.log.min.isr": str(min(2, self.brokers_count)),
+            "share.coordinator.state.topic.replication.factor": rf,
+            "share.coordinator.state.topic.min.isr": str(min(2, self.brokers_count)),
+            **self._configs,
+        }
+        try:
+            for n in self.nodes:
+                n.write_config(quorum, configs)
+                n.format(self.cluster_id)
+            for n in self.nodes:
+                n.start()
+            deadline = time.monotonic() + self._start_timeout
+            for n in self.nodes:
+                n.wait_listening(deadline)
+            self._control = _ControlThread(self.bootstrap)
+            self._control.start()
+            self._wait_brokers(len(self.nodes), deadline)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        if self._control is not None:
+            self._control.close()
+            self._control = None
+        # SIGTERM to every node at once: stopping them one by one makes each later node
+        # wait for a quorum that is already gone.
+        for n in self.nodes:
+            n.terminate()
+        for n in self.nodes:
+            n.stop(timeout=15)
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        await asyncio.to_thread(self.start)
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await asyncio.to_thread(self.close)
+
+    # -- addresses -------------------------------------------------------------------
+    @property
+    def bootstrap(self) -> str:
+        """``host:port,...`` of the running brokers."""
+        return ",".join(self.bootstrap_servers)
+
+    @property
+    def bootstrap_servers(self) -> list[str]:
+        return [n.address for n in self.nodes if n.running]
+
+    def node(self, node_id: int) -> ApacheNode:
+        for n in self.nodes:
+            if n.node_id == node_id:
+                return n
+        raise ApacheKafkaError(f"no broker {node_id} (the nodes are 1..{len(self.nodes)})")
+
+    # -- control ---------------------------------------------------------------------
+    def _run(self, fn: Callable[[Admin], Awaitable[T]], timeout: float = 60.0) -> T:
+        if self._control is None:
+            raise ApacheKafkaError("the cluster is not running")
+        return self._control.run(fn, timeout)
+
+    def _wait_brokers(self, count: int, deadline: float) -> None:
+        async def probe(admin: Admin) -> int:
+            while True:
+                try:
+                    desc = await admin.describe_cluster(timeout_ms=5000)
+                    if len(desc.brokers) >= count:
+                        return len(desc.brokers)
+                except KafkaError:
+                    pass
+                if time.monotonic() > deadline:
+                    tails = "\n".join(f"-- node {n.node_id}:\n{n.log_tail(10)}" for n in self.nodes)
+                    raise ApacheKafkaError(f"Kafka did not register {count} broker(s) in time\n{tails}")
+                await asyncio.sleep(0.1)
+
+        self._run(probe, timeout=max(1.0, deadline - time.monotonic() + 10))
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        replication_factor: int = -1,
+        configs: Mapping[str, str] | None = None,
+    ) -> None:
+        """Creates a topic and waits until every partition has a leader that serves it."""
+        from aiokafka_lite.admin.types import NewTopic
+
+        async def create(admin: Admin) -> None:
+            topic = NewTopic(name, partitions, replication_factor, dict(configs or {}))
+            (await admin.create_topics([topic])).raise_errors()
+            await _wait_topic_served(admin, name, partitions)
+
+        self._run(create)
+
+    def delete_topic(self, name: str) -> None:
+        async def delete(admin: Admin) -> None:
+            (await admin.delete_topics([name])).raise_errors()
+
+        self._run(delete)
+
+    def high_watermark(self, topic: str, partition: int) -> int:
+        from aiokafka_lite.admin.types import OffsetSpec
+        from aiokafka_lite.structs import TopicPartition
+
+        async def hw(admin: Admin) -> int:
+            tp = TopicPartition(topic, partition)
+            res = (await admin.list_offsets({tp: OffsetSpec.LATEST})).raise_errors()
+            return res[tp].offset
+
+        return self._run(hw)
+
+    def reset(self) -> None:
+        """Deletes every topic and consumer group a test left behind (not the internal ones)."""
+
+        async def clean(admin: Admin) -> None:
+            topics = [t for t in await admin.list_topics() if not t.startswith("__")]
+            if topics:
+                await admin.delete_topics(topics)
+            groups = [g.group_id for g in (await admin.list_groups()).groups]
+            if groups:
+                await admin.delete_groups(groups)
+            # Deletion is asynchronous in KRaft: wait until the names are free again.
+            for _ in range(100):
+                left = [t for t in await admin.list_topics() if t in topics]
+                if not left:
+                    return
+                await asyncio.sleep(0.05)
+
+        self._run(clean)
+
+    # -- broker lifecycle (sync) ------------------------------------------------------
+    def stop_node(self, node_id: int) -> None:
+        """Controlled shutdown of one node; its partitions move to the others."""
+        self.node(node_id).stop()
+
+    def kill_node(self, node_id: int) -> None:
+        """SIGKILL one node: a crash, leadership moves after the session times out."""
+        self.node(node_id).kill()
+
+    def start_node(self, node_id: int, timeout: float = 120.0) -> None:
+        """Starts a stopped node again, on its ports and with its data, and waits until
+        it has registered with the controller."""
+        node = self.node(node_id)
+        node.start()
+        deadline = time.monotonic() + timeout
+        node.wait_listening(deadline)
+        self._wait_brokers(sum(1 for n in self.nodes if n.running), deadline)
+
+    # -- broker lifecycle (async, EmbeddedCluster's names) ----------------------------
+    async def stop_broker(self, node_id: int) -> None:
+        await asyncio.to_thread(self.stop_node, node_id)
+
+    async def kill_broker(self, node_id: int) -> None:
+        await asyncio.to_thread(self.kill_node, node_id)
+
+    async def start_broker(self, node_id: int) -> None:
+        await asyncio.to_thread(self.start_node, node_id)
+
+    async def restart_broker(self, node_id: int) -> None:
+        await self.stop_broker(node_id)
+        await self.start_broker(node_id)
+
+    def __getattr__(self, name: str) -> NoReturn:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise EmbeddedOnlyError(
+            f"ApacheCluster has no {name!r}: that part of EmbeddedCluster's control API (fault "
+            "injection, request recording, internal state) exists only in the embedded broker; "
+            "mark the test @pytest.mark.kafka_embedded"
+        )
+
+    def __repr__(self) -> str:
+        return f"ApacheCluster(version={self.version!r}, bootstrap={self.bootstrap!r})"
+
+
+async def _wait_topic_served(admin: Admin, name: str, partitions: int, within_s: float = 30.0) -> None:
+    """Waits until metadata names a leader for each partition of a new topic: CreateTopics
+    returns once the controller has it, before every broker serves it."""
+    deadline = time.monotonic() + within_s
+    while True:
+        res = await admin.describe_topics([name])
+        desc = res.get(name)
+        if desc is not None and desc.error is None and desc.partitions:
+            leaders = [p.leader for p in desc.partitions]
+            if (partitions < 0 or len(leaders) >= partitions) and all(ld >= 0 for ld in leaders):
+                return
+        if time.monotonic() > deadline:
+            raise ApacheKafkaError(f"topic {name!r} has no leader for every partition after {within_s}s")
+        await asyncio.sleep(0.05)
+
+
+class _ControlThread:
+    """An ``Admin`` client on a private event loop, driven synchronously from any thread."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self._bootstrap = bootstrap
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="apache-kafka-control", daemon=True)
+        self._admin: Admin | None = None
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def run(self, fn: Callable[[Admin], Awaitable[T]], timeout: float) -> T:
+        if threading.current_thread() is self._thread:
+            raise ApacheKafkaError("the control API cannot be called from its own thread")
+
+        async def call() -> T:
+            if self._admin is None:
+                from aiokafka_lite.admin.client import Admin
+
+                admin = Admin(self._bootstrap, request_timeout_ms=15_000)
+                await admin.start()
+                self._admin = admin
+            return await asyncio.wait_for(fn(self._admin), timeout)
+
+        fut: Future[T] = asyncio.run_coroutine_threadsafe(call(), self._loop)
+        return fut.result(timeout + 5)
+
+    def close(self) -> None:
+        async def shutdown() -> None:
+            if self._admin is not None:
+                await self._admin.close()
+
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(shutdown(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        if not self._thread.is_alive():
+            self._loop.close()
+
+
+def _iter_pinned() -> Iterator[str]:
+    yield from dict.fromkeys(KAFKA_VERSIONS.values())
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m aiokafka_lite.testing.apache [--fetch] [--brokers N] [--version V]``:
+    fetches the pinned versions (``--fetch``), or runs a cluster until interrupted."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m aiokafka_lite.testing.apache")
+    ap.add_argument("--fetch", action="store_true", help="only download the pinned Kafka versions")
+    ap.add_argument("--version", default=None, help="Kafka version or alias (latest, 4.0)")
+    ap.add_argument("--brokers", type=int, default=1)
+    args = ap.parse_args(argv)
+    if args.fetch:
+        versions = [resolve_version(args.version)] if args.version else list(_iter_pinned())
+        for v in versions:
+            print(f"Apache Kafka {v}: {kafka_classpath(v)}", flush=True)
+        return 0
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with ApacheCluster(args.brokers, version=args.version) as cluster:
+        print(f"Apache Kafka {cluster.version} listening on {cluster.bootstrap}", flush=True)
+        try:
+            while not stop.wait(0.5):
+                pass
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
