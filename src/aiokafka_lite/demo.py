@@ -2,6 +2,7 @@
 
     python -m aiokafka_lite.demo                       # starts an embedded broker in-process
     python -m aiokafka_lite.demo --bootstrap HOST:PORT # or uses any Kafka cluster
+    python -m aiokafka_lite.demo --apache [VERSION]    # or starts Apache Kafka (Java, Maven)
 
 Creates a topic, produces keyed records with ``Producer``, consumes them in a consumer
 group with ``async for``, commits, reads the committed offsets back with ``Admin``
@@ -49,11 +50,24 @@ async def run(
     records: int = 100_000,
     partitions: int = 3,
     compression: str = "lz4",
+    apache: str | None = None,
 ) -> bool:
-    """Run the demo; returns True when every check passed."""
+    """Run the demo; returns True when every check passed. ``apache`` (a version or
+    ``"latest"``) runs it on a fresh Apache Kafka node instead of the embedded broker."""
     external = bootstrap is not None
     async with contextlib.AsyncExitStack() as stack:
-        if bootstrap is None:
+        if apache is not None and bootstrap is None:
+            from aiokafka_lite.testing.apache import ApacheCluster
+
+            t0 = time.perf_counter()
+            kafka = await stack.enter_async_context(ApacheCluster(1, version=apache))
+            bootstrap = kafka.bootstrap
+            topic = "demo"
+            _say(
+                f"started Apache Kafka {kafka.version} on {bootstrap} "
+                f"(a local KRaft node, in {time.perf_counter() - t0:.1f} s)"
+            )
+        elif bootstrap is None:
             cluster = await stack.enter_async_context(EmbeddedCluster())
             bootstrap = cluster.bootstrap
             topic = "demo"
@@ -159,6 +173,14 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
         default=os.environ.get("KAFKA_BOOTSTRAP") or None,
         help="a Kafka cluster to use instead of the embedded broker (default: $KAFKA_BOOTSTRAP, else embedded)",
     )
+    p.add_argument(
+        "--apache",
+        nargs="?",
+        const="latest",
+        default=None,
+        metavar="VERSION",
+        help="run on a fresh Apache Kafka node (latest, 4.0 or a version; needs Java 17+ and Maven)",
+    )
     p.add_argument("--records", type=int, default=100_000, help="records to produce (default 100000)")
     p.add_argument("--partitions", type=int, default=3, help="partitions of the demo topic (default 3)")
     p.add_argument(
@@ -170,6 +192,8 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.records < 1 or args.partitions < 1:
         p.error("--records and --partitions must be at least 1")
+    if args.apache is not None and args.bootstrap is not None:
+        p.error("--apache and --bootstrap exclude each other")
     return args
 
 
@@ -178,7 +202,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         ok = asyncio.run(
             run(
-                args.bootstrap, records=args.records, partitions=args.partitions, compression=args.compression
+                args.bootstrap,
+                records=args.records,
+                partitions=args.partitions,
+                compression=args.compression,
+                apache=args.apache,
             )
         )
     except KafkaError as exc:
