@@ -9,6 +9,7 @@ import time
 import tracemalloc
 
 import cramjam
+import lz4.block as lz4_block
 import lz4.frame as lz4_frame  # kafka-python's lz4 codec dependency
 import pytest
 import zstandard  # kafka-python's zstd codec dependency
@@ -239,6 +240,70 @@ def test_lz4_sizes_bound_real_frames() -> None:
             assert sizes[0] <= len(data) <= sizes[1]
             assert decompress(Compression.LZ4, packed, len(data)) == data
     assert C._lz4_sizes(b"not lz4 at all") is None
+
+
+def _lz4_frame_blocks(frame: bytes) -> tuple[int, int, list[tuple[bool, bytes]]]:
+    """(FLG, BD, [(compressed, block bytes)]) of a single LZ4 frame, per the LZ4 frame format."""
+    (magic,) = struct.unpack_from("<I", frame, 0)
+    assert magic == 0x184D2204
+    flg, bd = frame[4], frame[5]
+    pos = 7 + (8 if flg & 0x08 else 0) + (4 if flg & 0x01 else 0)
+    blocks = []
+    while True:
+        (size,) = struct.unpack_from("<I", frame, pos)
+        pos += 4
+        if size == 0:
+            break
+        raw = size & 0x7FFFFFFF
+        blocks.append((not size & 0x80000000, frame[pos : pos + raw]))
+        pos += raw + (4 if flg & 0x10 else 0)
+    assert pos + (4 if flg & 0x04 else 0) == len(frame)  # one frame, nothing after it
+    return flg, bd, blocks
+
+
+@pytest.mark.parametrize("level", [None, 1, 9, 17])
+def test_lz4_frames_have_independent_blocks_like_kafkas_producer(level: int | None) -> None:
+    # Kafka's LZ4 reader refuses a frame whose FLG byte lacks the block-independence
+    # bit ("Dependent block stream is unsupported") and answers the produce request with
+    # UNKNOWN_SERVER_ERROR. A 40 KB random chunk repeated across 64 KiB blocks would make
+    # a linked encoder refer back to the previous block, so each block decoding on its
+    # own shows that they really are independent.
+    chunk = os.urandom(40_000)
+    data = chunk * 8 + b"tail"
+    packed = compress(Compression.LZ4, memoryview(bytearray(data)), level)
+    flg, bd, blocks = _lz4_frame_blocks(packed)
+    assert flg >> 6 == 0b01  # frame format version 1
+    assert flg & 0x20, f"FLG {flg:#04x} lacks the block-independence bit"
+    assert flg & 0x03 == 0  # reserved bit and dictionary id unset
+    assert not flg & 0x04  # no content checksum, as Kafka's producer writes
+    assert bd == 0x40  # 64 KiB blocks: what Kafka writes and sizes its buffers for
+    assert len(blocks) == -(-len(data) // 65536)
+    out = bytearray()
+    for compressed, block in blocks:
+        out += lz4_block.decompress(block, uncompressed_size=65536) if compressed else block
+    assert out == data
+    assert any(compressed for compressed, _ in blocks)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"block_linked": True, "content_checksum": True},  # what this client wrote before
+        {
+            "block_linked": False,
+            "block_checksum": False,
+            "content_checksum": False,
+            "store_size": False,
+        },  # Java
+        {"block_linked": False, "block_size": lz4_frame.BLOCKSIZE_MAX1MB, "block_checksum": True},
+        {"block_linked": True, "compression_level": 12, "store_size": True},
+    ],
+)
+def test_lz4_reads_frames_of_any_block_mode(kwargs: dict[str, object]) -> None:
+    data = (os.urandom(30_000) * 10)[:250_000]
+    packed = lz4_frame.compress(data, **kwargs)
+    assert bool(packed[4] & 0x20) != kwargs["block_linked"]
+    assert decompress(Compression.LZ4, packed, len(data)) == data
 
 
 def test_zstd_sizes_bound_real_frames() -> None:

@@ -6,6 +6,10 @@ to ``max_size``, so a decompression bomb costs at most ``max_size`` bytes of mem
 (never an amount chosen by the sender) before it is rejected with
 :class:`~aiokafka_lite.errors.CorruptRecordError`.
 
+LZ4 in Kafka is one LZ4 frame whose blocks are *independent*: Kafka's frame reader
+rejects a frame without the block-independence flag ("Dependent block stream is
+unsupported"), so that is what we write; any valid frame is accepted on read.
+
 Snappy in Kafka is the *xerial* framing written by the Java client (a magic header
 followed by big-endian length-prefixed raw snappy blocks); plain raw-block snappy and
 the official snappy framing format are accepted on read too.
@@ -121,10 +125,21 @@ def compress(codec: Compression, data: Buffer, level: int | None = None) -> byte
         if codec is Compression.SNAPPY:
             return _xerial_compress(data)
         if codec is Compression.LZ4:
-            return bytes(cramjam.lz4.compress(data, level=lvl))
+            return _lz4_compress(data, lvl)
         return bytes(cramjam.zstd.compress(data, level=lvl))
     except cramjam.CompressionError as exc:  # pragma: no cover - cramjam internal failure
         raise CorruptRecordError(f"{codec.name} compression failed: {exc}") from exc
+
+
+def _lz4_compress(data: Buffer, level: int | None) -> bytes:
+    """One LZ4 frame of independent 64 KiB blocks, without a content checksum, as
+    Kafka's own producer writes it (``cramjam.lz4.compress`` links blocks, which
+    Kafka's reader refuses). cramjam adds block checksums, which Kafka verifies."""
+    compressor = cramjam.lz4.Compressor(level=level, content_checksum=False, block_linked=False)
+    # The streaming compressor takes only ``bytes``; the copy costs far less than
+    # the compression itself.
+    compressor.compress(data if isinstance(data, bytes) else bytes(data))
+    return bytes(compressor.finish())
 
 
 def decompress(codec: Compression, data: Buffer, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes:
