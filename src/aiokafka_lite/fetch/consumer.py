@@ -120,6 +120,11 @@ class Consumer:
         self._fetcher: Fetcher | None = None
         self._pattern_task: asyncio.Task[None] | None = None
         self._started = False
+        # ``close()`` has begun: no more records are handed out and no new work starts.
+        # Until it has finished (``_closed``), the group still owns partitions and its
+        # revoke callbacks run; they may commit and look up positions and committed
+        # offsets, as the Java client allows in onPartitionsRevoked during close().
+        self._closing = False
         self._closed = False
         self._close_task: asyncio.Task[None] | None = None
         self._kd = self.config.key_deserializer
@@ -132,7 +137,15 @@ class Consumer:
         self._states = self._sub.states()
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else "started" if self._started else "new"
+        state = (
+            "closed"
+            if self._closed
+            else "closing"
+            if self._closing
+            else "started"
+            if self._started
+            else "new"
+        )
         return f"<Consumer {state} group={self.config.group_id!r} assignment={len(self._states)}>"
 
     # ------------------------------------------------------------------ lifecycle
@@ -155,7 +168,7 @@ class Consumer:
 
     async def start(self) -> None:
         """Connect, join the group if any, and start fetching in the background."""
-        if self._closed:
+        if self._closing:
             raise E.ClosedError("consumer is closed")
         if self._started:
             return
@@ -204,7 +217,7 @@ class Consumer:
         await asyncio.shield(self._close_task)
 
     async def _close(self) -> None:
-        self._closed = True
+        self._closing = True
         self._drop_chunk()
         if self._fetcher is not None:
             self._fetcher.data_ready.set()
@@ -219,6 +232,7 @@ class Consumer:
                 except E.KafkaError as exc:
                     log.warning("group coordinator did not close cleanly: %s", exc)
         finally:
+            self._closed = True
             if self._fetcher is not None:
                 await self._fetcher.close()
             self._sub.remove_listener(self)
@@ -234,9 +248,12 @@ class Consumer:
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        """True once ``close()`` has begun (no more records are returned)."""
+        return self._closing
 
     def _require_started(self) -> Fetcher:
+        """The fetcher, for calls that stay valid while closing (commits, positions and
+        lookups from a revoke callback); ``ClosedError`` once the close has finished."""
         if self._closed:
             raise E.ClosedError("consumer is closed")
         if self._fetcher is None:
@@ -263,7 +280,7 @@ class Consumer:
             exclude=exclude,
             listener=listener,
         )
-        if self._started and not self._closed:
+        if self._started and not self._closing:
             self._track_subscription()
             self._client.request_metadata_refresh()
             self._start_pattern_refresh()
@@ -603,17 +620,17 @@ class Consumer:
         ready = fetcher.data_ready
         coordinator = self._coordinator
         while True:
-            if self._closed:
+            if self._closing:
                 raise StopAsyncIteration
             self._raise_position_errors(fetcher)
             if coordinator is not None:
                 try:
                     await coordinator.poll()
                 except E.ClosedError:
-                    if self._closed:
+                    if self._closing:
                         raise StopAsyncIteration from None
                     raise
-                if self._closed:
+                if self._closing:
                     raise StopAsyncIteration
             ready.clear()
             chunk = self._next_chunk()
@@ -629,13 +646,13 @@ class Consumer:
             await ready.wait()
 
     def _require_started_for_iteration(self) -> Fetcher:
-        if self._closed:
+        if self._closing:
             raise StopAsyncIteration
         return self._require_started()
 
     async def getone(self) -> Record:
         """The next record (waits for one)."""
-        if self._closed:
+        if self._closing:
             raise E.ClosedError("consumer is closed")
         try:
             return await self.__anext__()
@@ -664,7 +681,7 @@ class Consumer:
         ready = fetcher.data_ready
         coordinator = self._coordinator
         while True:
-            if self._closed:
+            if self._closing:
                 raise E.ClosedError("consumer is closed")
             self._raise_position_errors(fetcher)
             if coordinator is not None:
