@@ -33,6 +33,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 from aiokafka_lite import errors as E
+from aiokafka_lite.net.api_versions import CLIENT_API_VERSIONS
 from aiokafka_lite.net.config import ClientConfig
 from aiokafka_lite.net.hooks import BrokerStats, HookDispatcher
 from aiokafka_lite.net.protocol import ConnectionProtocol, InFlight
@@ -73,15 +74,19 @@ def api_name(api_key: int) -> str:
 def negotiate_version(
     api_key: int, broker: dict[int, tuple[int, int]], cap: int | None = None, *, node_id: int | None = None
 ) -> int:
-    """min(our max, broker max), or ``UnsupportedVersionError`` naming the API if no overlap."""
+    """min(our max, broker max), or ``UnsupportedVersionError`` naming the API if no overlap.
+
+    Our max is the version the client's logic implements (``CLIENT_API_VERSIONS``), not
+    the codec's ``MAX_VERSION``."""
     cls = REQUESTS.get(api_key)
-    if cls is None:
+    implemented = CLIENT_API_VERSIONS.get(api_key)
+    if cls is None or implemented is None:
         raise E.UnsupportedVersionError(f"{api_name(api_key)} is not implemented by this client")
     where = "broker" if node_id is None else f"broker {node_id}"
     rng = broker.get(api_key)
     if rng is None:
         raise E.UnsupportedVersionError(f"{where} does not support {api_name(api_key)} (api key {api_key})")
-    ours_max = cls.MAX_VERSION if cap is None else min(cls.MAX_VERSION, cap)
+    ours_max = implemented if cap is None else min(implemented, cap)
     version = min(ours_max, rng[1])
     if version < max(cls.MIN_VERSION, rng[0]):
         raise E.UnsupportedVersionError(
@@ -205,7 +210,8 @@ class BrokerConnection(asyncio.BufferedProtocol):
 
     async def _negotiate_api_versions(self) -> None:
         cap = self.config.max_versions.get(_API_VERSIONS_KEY)
-        version = ApiVersionsRequest.MAX_VERSION if cap is None else min(cap, ApiVersionsRequest.MAX_VERSION)
+        implemented = CLIENT_API_VERSIONS[_API_VERSIONS_KEY]
+        version = implemented if cap is None else min(cap, implemented)
         req = ApiVersionsRequest(
             client_software_name=self.config.client_software_name,
             client_software_version=self.config.client_software_version,

@@ -58,7 +58,8 @@ def register(registry: HandlerRegistry) -> None:
             ],
         )
 
-    registry.register(ApiVersionsRequest.API_KEY, api_versions, 0, ApiVersionsRequest.MAX_VERSION)
+    # Pinned, not the codec's MAX_VERSION: v5 (cluster/node id check, KIP-1242) is not implemented.
+    registry.register(ApiVersionsRequest.API_KEY, api_versions, 0, 4)
     registry.register(MetadataRequest.API_KEY, metadata, 0, MetadataRequest.MAX_VERSION)
     registry.register(DescribeClusterRequest.API_KEY, describe_cluster, 0, DescribeClusterRequest.MAX_VERSION)
 
