@@ -7,7 +7,7 @@ import tracemalloc
 from collections.abc import Callable
 
 import pytest
-from test_records_support import Backend, make_backend_fixture, raw_batch, record, varint
+from test_records_support import Backend, make_backend_fixture, raw_batch, record, require_c_backend, varint
 
 from aiokafka_lite.errors import CorruptRecordError, KafkaError, UnsupportedCodecError
 from aiokafka_lite.wire.compression import Compression, compress
@@ -99,8 +99,8 @@ def test_bad_records_inside_compressed_batch(
 def test_backends_report_identical_errors() -> None:
     from aiokafka_lite.wire.records._backend import c_ext
 
-    if c_ext is None:
-        pytest.skip("C extension not built")
+    require_c_backend()
+    assert c_ext is not None
     for _name, payload, count, _ in BAD_RECORDS:
         errors = []
         for fn in (c_ext.decode_records, _pyimpl.decode_records):

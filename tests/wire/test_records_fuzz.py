@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_records_support import legacy_message
+from test_records_support import legacy_message, require_c_backend
 
 from aiokafka_lite.errors import CorruptRecordError, KafkaError
 from aiokafka_lite.wire.compression import Compression, compress, decompress
@@ -113,6 +113,23 @@ def test_decompress_random(codec: Compression, data: bytes) -> None:
         pass
 
 
+# Module-scoped so hypothesis does not re-run them per example; the availability check
+# runs before any example, so a missing C extension skips (locally) or fails (CI) cleanly.
+@pytest.fixture(scope="module")
+def c_decode_records() -> Any:
+    require_c_backend()
+    assert c_ext is not None
+    return c_ext.decode_records
+
+
+@pytest.fixture(scope="module", params=["c", "python"])
+def builder_class(request: pytest.FixtureRequest) -> Any:
+    if request.param == "python":
+        return _v2.PyBatchBuilder
+    require_c_backend()
+    return _v2.CBatchBuilder
+
+
 def _run(fn: Any, data: bytes, count: int, lat: int | None) -> tuple[str, Any]:
     try:
         return "ok", fn(data, 0, len(data), count, 1000, -7, lat)
@@ -120,7 +137,6 @@ def _run(fn: Any, data: bytes, count: int, lat: int | None) -> tuple[str, Any]:
         return "error", str(exc)
 
 
-@pytest.mark.skipif(c_ext is None, reason="C extension not built")
 @FUZZ
 @given(
     st.one_of(
@@ -130,9 +146,10 @@ def _run(fn: Any, data: bytes, count: int, lat: int | None) -> tuple[str, Any]:
     st.integers(-2, 12),
     st.one_of(st.none(), st.integers(-(1 << 63), (1 << 63) - 1)),
 )
-def test_backends_agree_on_arbitrary_records(data: bytes, count: int, lat: int | None) -> None:
-    assert c_ext is not None
-    assert _run(c_ext.decode_records, data, count, lat) == _run(_pyimpl.decode_records, data, count, lat)
+def test_backends_agree_on_arbitrary_records(
+    c_decode_records: Any, data: bytes, count: int, lat: int | None
+) -> None:
+    assert _run(c_decode_records, data, count, lat) == _run(_pyimpl.decode_records, data, count, lat)
 
 
 header = st.tuples(st.text(max_size=8), st.one_of(st.none(), st.binary(max_size=20)))
@@ -148,12 +165,9 @@ record_items = st.lists(
 
 
 @FUZZ
-@given(record_items, st.sampled_from(list(Compression)), st.sampled_from(["c", "python"]))
-def test_round_trip_property(items: list[Any], codec: Compression, which: str) -> None:
-    cls = _v2.CBatchBuilder if which == "c" else _v2.PyBatchBuilder
-    if cls is None:
-        return
-    builder = cls(compression=codec, max_batch_size=1 << 30, base_offset=5)
+@given(record_items, st.sampled_from(list(Compression)))
+def test_round_trip_property(builder_class: Any, items: list[Any], codec: Compression) -> None:
+    builder = builder_class(compression=codec, max_batch_size=1 << 30, base_offset=5)
     for item in items:
         assert builder.append(*item)
     data = builder.build(producer_id=1, producer_epoch=0, base_sequence=0)

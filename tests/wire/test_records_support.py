@@ -1,11 +1,14 @@
 """Shared helpers for the record tests: backend switching and hand-built legacy messages.
 
 Every record test that touches the per-record loops takes the ``backend`` fixture,
-which runs it once on the C extension (when built) and once on pure Python.
+which runs it once on the C extension and once on pure Python. Locally a missing C
+extension skips the C half; in CI (``CI`` or ``AIOKAFKA_LITE_REQUIRE_EXTENSIONS`` set)
+it fails, so a broken build cannot turn ~160 C-backend cases into green skips.
 """
 
 from __future__ import annotations
 
+import os
 import struct
 import zlib
 from collections.abc import Iterator
@@ -28,10 +31,35 @@ class Backend:
     decode_records: Any
 
 
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no")
+
+
+def c_extension_required() -> bool:
+    """CI must test the C backend: there a missing extension is a failure, not a skip."""
+    return _env_flag("AIOKAFKA_LITE_REQUIRE_EXTENSIONS") or _env_flag("CI")
+
+
+def require_c_backend() -> None:
+    """Skip (locally) or fail (in CI) the calling test when the C extension is not loaded."""
+    if c_ext is not None and _v2.CBatchBuilder is not None:
+        return
+    if _env_flag("AIOKAFKA_LITE_NO_EXTENSIONS"):
+        why = "the C extension is disabled by AIOKAFKA_LITE_NO_EXTENSIONS"
+    else:
+        why = (
+            "the C extension aiokafka_lite.wire.records._crecords is not built or did not load "
+            "(reinstall with AIOKAFKA_LITE_REQUIRE_EXTENSIONS=1 pip install -e . to see the build error)"
+        )
+    if c_extension_required():
+        pytest.fail(f"{why}; CI / AIOKAFKA_LITE_REQUIRE_EXTENSIONS requires it", pytrace=False)
+    pytest.skip(why)
+
+
 def _select(name: str) -> Backend:
     if name == "c":
-        if c_ext is None or _v2.CBatchBuilder is None:
-            pytest.skip("C extension not built")
+        require_c_backend()
+        assert c_ext is not None and _v2.CBatchBuilder is not None
         return Backend("c", _v2.CBatchBuilder, c_ext.decode_records)
     return Backend("python", _v2.PyBatchBuilder, _pyimpl.decode_records)
 
@@ -49,9 +77,19 @@ def make_backend_fixture() -> Any:
     return backend
 
 
-def test_both_backends_available_or_skipped() -> None:
-    # The pure-Python backend is always there; the C one is optional by design.
-    assert _select("python").name == "python"
+def test_python_backend_is_the_pure_python_code() -> None:
+    # The pure-Python backend is always there, whatever was built.
+    selected = _select("python")
+    assert selected.BatchBuilder is _v2.PyBatchBuilder and selected.decode_records is _pyimpl.decode_records
+
+
+def test_c_extension_is_built() -> None:
+    # The one place that names the requirement: optional for users, required in CI.
+    require_c_backend()
+    assert c_ext is not None
+    assert _v2.CBatchBuilder is not None and issubclass(_v2.CBatchBuilder, c_ext.RecordsWriter)
+    # The default builder/decoder the library uses is the C one when it is loaded.
+    assert _v2.BatchBuilder is _v2.CBatchBuilder and _v2.decode_records is c_ext.decode_records
 
 
 # ----------------------------------------------------------------- legacy builders
