@@ -628,6 +628,34 @@ def test_heartbeat_coordinator_moved_keeps_assignment(code: int) -> None:
     assert m.tick(3000) == [FindCoordinator(True)]
     m.coordinator_found(3, 3000)
     assert m.heartbeat_request(3000) is not None  # heartbeats resume with the new coordinator
+    assert not m.rejoin_needed and m.tick(3000) == []  # and no rebalance: still generation 1
+
+
+def test_heartbeat_transport_failure_while_stable_does_not_rejoin() -> None:
+    """The coordinator's broker died: rediscover it and carry on with the generation."""
+    m = Membership(settings())
+    stable(m, T[:2])
+    hb = m.heartbeat_request(3000)
+    assert hb is not None
+    m.heartbeat_failed(hb, KafkaConnectionError("connection refused"), 3000)
+    assert m.state is MemberState.STABLE and not m.rejoin_needed
+    assert m.tick(3000) == [FindCoordinator(True)]
+    m.coordinator_found(2, 3000)
+    assert m.tick(3000) == []
+    hb = m.heartbeat_request(3000)
+    assert hb is not None and (hb.generation_id, hb.member_id) == (1, "m1")
+
+
+def test_heartbeat_coordinator_lost_while_syncing_starts_the_join_over() -> None:
+    m = Membership(settings())
+    join = start(m)
+    m.join_request(join.attempt, 0)
+    m.join_response(join.attempt, join_ok(m), 0)
+    hb = m.heartbeat_request(3000)
+    assert hb is not None
+    m.heartbeat_response(hb, NOT_COORDINATOR, 3000)
+    assert m.state is MemberState.UNJOINED and m.rejoin_needed
+    assert m.sync_response(join.attempt, sync_ok(m, T), 3001) == []  # the abandoned exchange
 
 
 def test_heartbeat_transport_failure_and_stale_answers() -> None:

@@ -848,11 +848,14 @@ class Membership:
         self._abandon_exchange()
 
     def _abandon_exchange(self) -> None:
-        """A heartbeat outcome invalidated the in-flight SyncGroup/assignment, if any."""
+        """A heartbeat outcome invalidated the in-flight SyncGroup/assignment, if any: that
+        join starts over. A stable member keeps its generation: a coordinator that moved
+        or went away is rediscovered, and heartbeats go on with the new one (as in Java:
+        losing the coordinator is no reason to rebalance)."""
         if self.state in (MemberState.ASSIGNING, MemberState.SYNCING):
             self._attempt += 1
             self.state = MemberState.UNJOINED
-        self.rejoin_needed = True
+            self.rejoin_needed = True
 
     # ------------------------------------------------------------------ coordinator
     def coordinator_found(self, node_id: int, now: float) -> None:
