@@ -1,11 +1,14 @@
-"""Helpers for group coordinator tests against the embedded cluster (no Consumer needed)."""
+"""Helpers for the group tests: clusters for either broker (``--kafka``), members driven
+by a bare GroupCoordinator (no Consumer needed), waiting for conditions."""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
+
+import pytest
 
 from aiokafka_lite.broker.cluster import EmbeddedCluster
 from aiokafka_lite.broker.state import BrokerConfig
@@ -15,15 +18,64 @@ from aiokafka_lite.groups import GroupCoordinator
 from aiokafka_lite.net import Client
 from aiokafka_lite.structs import TopicPartition
 
+ClusterFactory = Callable[..., Awaitable[EmbeddedCluster]]
+
 # Small timers so that rebalances and session expiry happen within a test.
 FAST = {
-    "session_timeout_ms": 1500,
     "heartbeat_interval_ms": 100,
 }
+
+# Apache Kafka's group.min.session.timeout.ms (default 6 s): a shorter session is refused
+# with INVALID_SESSION_TIMEOUT. The embedded clusters of these tests lower it to 100 ms
+# (broker_config), so that a dead member expires within 1.5 s there.
+APACHE_MIN_SESSION_MS = 6000
+EMBEDDED_SESSION_MS = 1500
+
+# Broker settings of the multi-broker Apache Kafka clusters: every partition on every
+# broker, so that one broker can be stopped or killed without losing a partition.
+APACHE_REPLICATED = {"default.replication.factor": "3", "min.insync.replicas": "2"}
 
 
 def broker_config(**extra: str) -> BrokerConfig:
     return BrokerConfig(extra={"group.min.session.timeout.ms": "100", **extra})
+
+
+def short_session_ms(cluster: object) -> int:
+    """The shortest session timeout the tests use on this cluster (see FAST)."""
+    return EMBEDDED_SESSION_MS if isinstance(cluster, EmbeddedCluster) else APACHE_MIN_SESSION_MS
+
+
+async def group_cluster(
+    request: pytest.FixtureRequest,
+    topics: dict[str, int],
+    *,
+    several_brokers: bool = False,
+    broker_settings: dict[str, str] | None = None,
+) -> EmbeddedCluster:
+    """The cluster of a group test, with ``topics`` created (for a fixture or test that
+    uses ``kafka_mode`` and ``kafka_cluster_factory``).
+
+    Embedded: a fresh three-broker cluster accepting short sessions. Apache Kafka
+    (``--kafka=apache``): the session's one node, unless the test needs
+    ``several_brokers`` (it stops one; a fresh three-node cluster costs ~10 s, and its
+    partitions are replicated on every node) or ``broker_settings`` (a fresh cluster).
+    """
+    factory: ClusterFactory = request.getfixturevalue("kafka_cluster_factory")
+    settings = dict(broker_settings or {})
+    if request.getfixturevalue("kafka_mode") != "apache":
+        cluster: EmbeddedCluster = await factory(brokers=3, topics=topics, config=broker_config(**settings))
+        return cluster
+    if several_brokers or settings:
+        brokers = 3 if several_brokers else 1
+        configs = {**(APACHE_REPLICATED if several_brokers else {}), **settings}
+        fresh: EmbeddedCluster = await factory(brokers=brokers, topics=topics, configs=configs)
+        return fresh
+    # (kafka_cluster is the same Kafka here, but an async fixture cannot be fetched from a
+    # running event loop.)
+    shared: EmbeddedCluster = request.getfixturevalue("apache_kafka")
+    for name, partitions in topics.items():
+        shared.create_topic(name, partitions)
+    return shared
 
 
 class Recorder:
@@ -71,7 +123,8 @@ class Member:
         self.sub = SubscriptionState()
         self.listener = Recorder(name)
         self.sub.subscribe(list(topics), listener=self.listener)
-        config = ConsumerConfig(group_id=group_id, **{**FAST, **options})
+        timers = {**FAST, "session_timeout_ms": short_session_ms(cluster)}
+        config = ConsumerConfig(group_id=group_id, **{**timers, **options})
         self.gc = GroupCoordinator(self.client, self.sub, config)
         self._poller: asyncio.Task[None] | None = None
 
@@ -148,3 +201,13 @@ def balanced(members: Sequence[Member], partitions: set[TopicPartition]) -> bool
     return max(sizes) - min(sizes) <= 1 and all(
         m.gc.state is MemberState.STABLE and not m.gc.membership.rejoin_needed for m in members
     )
+
+
+async def crash_broker(cluster: EmbeddedCluster, node_id: int) -> None:
+    """Takes a broker down without a controlled shutdown: SIGKILL on Apache Kafka (its
+    partitions and coordinators move once the controller notices); the embedded broker's
+    ``stop_broker`` already drops its connections like a crash."""
+    if isinstance(cluster, EmbeddedCluster):
+        await cluster.stop_broker(node_id)
+    else:
+        await cluster.kill_broker(node_id)  # type: ignore[attr-defined]

@@ -1,14 +1,14 @@
-"""GroupCoordinator (driver) against the embedded 3-broker cluster, without a Consumer:
-membership, rebalances, listeners, commits, faults."""
+"""GroupCoordinator (driver) without a Consumer, on the embedded 3-broker cluster or on
+Apache Kafka (--kafka=apache): membership, rebalances, listeners, commits, faults."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
-from group_testlib import Member, balanced, broker_config, eventually
+from group_testlib import Member, balanced, crash_broker, eventually, group_cluster
 
+from aiokafka_lite.admin import Admin
 from aiokafka_lite.broker.cluster import EmbeddedCluster
 from aiokafka_lite.errors import (
     CommitFailedError,
@@ -30,10 +30,22 @@ COOP = {"partition_assignment_strategy": ["cooperative-sticky"]}
 EAGER = {"partition_assignment_strategy": ["range"]}
 
 
+TOPICS = {"t": 12, "u": 4}
+
+
 @pytest.fixture
-async def cluster() -> AsyncIterator[EmbeddedCluster]:
-    async with EmbeddedCluster(brokers=3, topics={"t": 12, "u": 4}, config=broker_config()) as c:
-        yield c
+async def cluster(
+    request: pytest.FixtureRequest, kafka_mode: str, kafka_cluster_factory: object
+) -> EmbeddedCluster:
+    return await group_cluster(request, TOPICS)
+
+
+@pytest.fixture
+async def cluster3(
+    request: pytest.FixtureRequest, kafka_mode: str, kafka_cluster_factory: object
+) -> EmbeddedCluster:
+    """Three brokers on either Kafka (the test stops one)."""
+    return await group_cluster(request, TOPICS, several_brokers=True)
 
 
 async def close_all(*members: Member) -> None:
@@ -156,6 +168,7 @@ async def test_member_killed_without_leaving_loses_partitions_after_session_time
     await a.close()
 
 
+@pytest.mark.kafka_embedded  # move_group_coordinator; on Kafka: the broker-stopped tests
 async def test_coordinator_moved_group_survives(cluster: EmbeddedCluster) -> None:
     a = await Member(cluster, "a", **COOP).start()
     b = await Member(cluster, "b", **COOP).start()
@@ -173,18 +186,43 @@ async def test_coordinator_moved_group_survives(cluster: EmbeddedCluster) -> Non
     await close_all(a, b)
 
 
-async def test_coordinator_broker_stopped_group_survives(cluster: EmbeddedCluster) -> None:
-    a = await Member(cluster, "a", **COOP).start()
+async def test_coordinator_broker_stopped_group_survives(cluster3: EmbeddedCluster) -> None:
+    a = await Member(cluster3, "a", **COOP).start()
     await eventually(lambda: balanced([a], ALL))
     old = a.gc.membership.coordinator
     assert old is not None
-    await cluster.stop_broker(old)
-    await eventually(lambda: a.gc.membership.coordinator not in (None, old))
-    b = await Member(cluster, "b", **COOP).start()
-    await eventually(lambda: balanced([a, b], ALL))
+    await cluster3.stop_broker(old)
+    await eventually(lambda: a.gc.membership.coordinator not in (None, old), limit=60)
+    b = await Member(cluster3, "b", **COOP).start()
+    await eventually(lambda: balanced([a, b], ALL), limit=60)
     await close_all(a, b)
 
 
+async def test_coordinator_broker_killed_commits_survive(cluster3: EmbeddedCluster) -> None:
+    """The coordinator's broker dies (no controlled shutdown): the member finds the new
+    coordinator, keeps its partitions and generation, and its committed offsets are
+    there (the offsets topic is replicated)."""
+    a = await Member(cluster3, "a", **COOP).start()
+    await eventually(lambda: balanced([a], ALL))
+    await a.gc.commit({TP("t", 0): 7, TP("t", 5): 11})
+    generation = a.gc.membership.generation
+    old = a.gc.membership.coordinator
+    assert old is not None
+    await crash_broker(cluster3, old)
+    await a.gc.commit({TP("t", 1): 3})  # retried until the new coordinator answers
+    assert a.gc.membership.coordinator not in (None, old)
+    got = await a.gc.fetch_committed([TP("t", 0), TP("t", 1), TP("t", 5)])
+    assert got == {
+        TP("t", 0): OffsetAndMetadata(7, "", None),
+        TP("t", 1): OffsetAndMetadata(3, "", None),
+        TP("t", 5): OffsetAndMetadata(11, "", None),
+    }
+    assert balanced([a], ALL) and a.gc.membership.generation == generation
+    assert not a.listener.of("lost")
+    await a.close()
+
+
+@pytest.mark.kafka_embedded  # expire_group_member
 async def test_commit_rejected_after_fencing_raises_commit_failed(cluster: EmbeddedCluster) -> None:
     a = await Member(cluster, "a", **COOP).start(poll=False)
     await eventually(lambda: balanced([a], ALL))
@@ -199,6 +237,7 @@ async def test_commit_rejected_after_fencing_raises_commit_failed(cluster: Embed
     await a.close()
 
 
+@pytest.mark.kafka_embedded  # inject_error
 async def test_commit_and_fetch_retry_on_coordinator_errors(cluster: EmbeddedCluster) -> None:
     a = await Member(cluster, "a", **COOP).start()
     await eventually(lambda: balanced([a], ALL))
@@ -210,6 +249,7 @@ async def test_commit_and_fetch_retry_on_coordinator_errors(cluster: EmbeddedClu
     await a.close()
 
 
+@pytest.mark.kafka_embedded  # inject_error, drop_connection
 async def test_heartbeat_errors_are_survived(cluster: EmbeddedCluster) -> None:
     a = await Member(cluster, "a", **COOP).start()
     await eventually(lambda: balanced([a], ALL))
@@ -225,6 +265,7 @@ async def test_heartbeat_errors_are_survived(cluster: EmbeddedCluster) -> None:
     await a.close()
 
 
+@pytest.mark.kafka_embedded  # inject_error
 async def test_join_errors_are_retried(cluster: EmbeddedCluster) -> None:
     cluster.inject_error(JoinGroupRequest, 14, count=2)  # COORDINATOR_LOAD_IN_PROGRESS
     cluster.inject_error(JoinGroupRequest, 15, count=1)  # COORDINATOR_NOT_AVAILABLE
@@ -233,18 +274,18 @@ async def test_join_errors_are_retried(cluster: EmbeddedCluster) -> None:
     await a.close()
 
 
-async def test_group_max_size_is_fatal_for_the_extra_member() -> None:
-    async with EmbeddedCluster(
-        brokers=1, topics={"t": 12}, config=broker_config(**{"group.max.size": "1"})
-    ) as cl:
-        a = await Member(cl, "a", **COOP).start()
-        await eventually(lambda: balanced([a], ALL))
-        b = await Member(cl, "b", **COOP).start(poll=False)
-        await eventually(lambda: b.gc.state is MemberState.FAILED)
-        with pytest.raises(GroupMaxSizeReachedError):
-            await b.gc.poll()
-        assert balanced([a], ALL)
-        await close_all(a, b)
+async def test_group_max_size_is_fatal_for_the_extra_member(
+    request: pytest.FixtureRequest, kafka_mode: str, kafka_cluster_factory: object
+) -> None:
+    cl = await group_cluster(request, {"t": 12}, broker_settings={"group.max.size": "1"})
+    a = await Member(cl, "a", **COOP).start()
+    await eventually(lambda: balanced([a], ALL))
+    b = await Member(cl, "b", **COOP).start(poll=False)
+    await eventually(lambda: b.gc.state is MemberState.FAILED)
+    with pytest.raises(GroupMaxSizeReachedError):
+        await b.gc.poll()
+    assert balanced([a], ALL)
+    await close_all(a, b)
 
 
 async def test_poll_timeout_leaves_and_rejoins_when_polling_resumes(cluster: EmbeddedCluster) -> None:
@@ -262,15 +303,20 @@ async def test_poll_timeout_leaves_and_rejoins_when_polling_resumes(cluster: Emb
     await close_all(a, b)
 
 
+# Static members stay in the group after closing, until their session expires: their
+# tests use a group of their own, so that no later test meets them.
+STATIC = {"session_timeout_ms": 6000, **COOP}
+
+
 async def test_static_member_restart_keeps_assignment_without_rebalance(cluster: EmbeddedCluster) -> None:
-    a = await Member(cluster, "a", group_instance_id="inst-a", session_timeout_ms=5000, **COOP).start()
-    b = await Member(cluster, "b", group_instance_id="inst-b", session_timeout_ms=5000, **COOP).start()
+    a = await Member(cluster, "a", group_id="static-restart", group_instance_id="inst-a", **STATIC).start()
+    b = await Member(cluster, "b", group_id="static-restart", group_instance_id="inst-b", **STATIC).start()
     await eventually(lambda: balanced([a, b], ALL))
     a_owned = a.assignment()
     b_events = len(b.listener.events)
     generation = b.gc.membership.generation
     await a.close()  # static: no LeaveGroup
-    a2 = await Member(cluster, "a2", group_instance_id="inst-a", session_timeout_ms=5000, **COOP).start()
+    a2 = await Member(cluster, "a2", group_id="static-restart", group_instance_id="inst-a", **STATIC).start()
     await eventually(lambda: a2.assignment() == a_owned, what="same assignment after restart")
     await asyncio.sleep(0.5)
     assert len(b.listener.events) == b_events  # b saw no rebalance
@@ -315,9 +361,13 @@ async def test_leader_rejoins_when_partitions_are_added(cluster: EmbeddedCluster
     a = await Member(cluster, "a", **COOP).start()
     await eventually(lambda: balanced([a], ALL))
     assert a.gc.membership.is_leader
-    cluster.state.add_partitions("t", 14)
-    cluster.state.changed()
-    await a.client.refresh_metadata(["t"])  # (periodic in real life)
+    async with Admin(cluster.bootstrap) as admin:
+        (await admin.create_partitions({"t": 14})).raise_errors()
+    # (periodic in real life; a broker may serve the old count for a moment)
+    async with asyncio.timeout(15):
+        while len(a.client.cluster.partitions_for("t")) != 14:
+            await a.client.refresh_metadata(["t"])
+            await asyncio.sleep(0.05)
     more = ALL | {TP("t", 12), TP("t", 13)}
     await eventually(lambda: balanced([a], more), what="new partitions assigned")
     await a.close()
@@ -326,11 +376,11 @@ async def test_leader_rejoins_when_partitions_are_added(cluster: EmbeddedCluster
 async def test_duplicate_static_instance_fences_the_old_member(cluster: EmbeddedCluster) -> None:
     from aiokafka_lite.errors import FencedInstanceIdError
 
-    a = await Member(cluster, "a", group_instance_id="same", session_timeout_ms=5000, **COOP).start(
+    a = await Member(cluster, "a", group_id="static-fenced", group_instance_id="same", **STATIC).start(
         poll=False
     )
     await eventually(lambda: balanced([a], ALL))
-    b = await Member(cluster, "b", group_instance_id="same", session_timeout_ms=5000, **COOP).start()
+    b = await Member(cluster, "b", group_id="static-fenced", group_instance_id="same", **STATIC).start()
     await eventually(lambda: b.assignment() == ALL, what="the new instance took over")
     await eventually(lambda: a.gc.state is MemberState.FAILED, what="the old instance fenced")
     with pytest.raises(FencedInstanceIdError):
