@@ -1266,3 +1266,18 @@ class ProducerRecordTooLargeError(RecordTooLargeError, MessageSizeTooLargeError)
 class TransactionAbortedError(KafkaError):
     """The record's transaction was aborted before the record was delivered
     (``abort_transaction()``, or an abort forced by an earlier error or a rebalance)."""
+
+
+# --------------------------------------------------------------------------------------
+# Connection errors (appended by the net engineer).
+
+
+class SecurityProtocolMismatchError(KafkaConnectionError):
+    """The listener most likely speaks another security protocol than the client's
+    ``security_protocol``: TLS sent to a plaintext listener (the broker drops the TLS
+    handshake), or plaintext sent to a TLS listener (it answers with a TLS record).
+
+    The message says which and what to check. Retriable like any connection failure,
+    so a list of bootstrap servers is still tried in turn; when none answers, the
+    client's ``NoBrokersAvailableError`` carries this error as its cause.
+    """

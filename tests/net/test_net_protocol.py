@@ -6,8 +6,8 @@ import struct
 
 import pytest
 
-from aiokafka_lite.errors import CorruptFrameError
-from aiokafka_lite.net.protocol import ConnectionProtocol, FrameAssembler
+from aiokafka_lite.errors import CorruptFrameError, SecurityProtocolMismatchError
+from aiokafka_lite.net.protocol import ConnectionProtocol, FrameAssembler, tls_record_type
 from aiokafka_lite.wire.framing import FrameTooLargeError, decode_request, encode_response
 from aiokafka_lite.wire.messages import (
     ApiVersionsRequest,
@@ -202,3 +202,41 @@ def test_protocol_buffer_interface_matches_receive() -> None:
         pos += n
     assert len(got) == 1 and got[0][1].controller_id == 4  # type: ignore[attr-defined]
     assert proto.bytes_received == len(data)
+
+
+# What Kafka's TLS listener (4.0.2 and 4.4.0, checked by hand) sends back to a plaintext
+# ApiVersions request: a TLS alert record. As a size prefix it reads 352,518,912 bytes.
+TLS_ALERT = bytes([21, 3, 3, 0, 2, 2, 10])
+
+
+@pytest.mark.parametrize("max_response_size", [100 << 20, 1 << 30])
+def test_tls_record_as_first_reply_is_a_security_protocol_mismatch(max_response_size: int) -> None:
+    proto = ConnectionProtocol(max_response_size=max_response_size, peer="broker b:9093")
+    proto.send(ApiVersionsRequest(), 3)
+    out, err = proto.receive(TLS_ALERT)
+    assert out == []
+    assert isinstance(err, SecurityProtocolMismatchError)  # not FrameTooLargeError, whatever the limit
+    assert "broker b:9093 answered with a TLS alert record" in str(err)
+    assert "security_protocol='SSL'" in str(err)
+
+
+def test_tls_record_split_across_reads_into_the_buffer() -> None:
+    proto = ConnectionProtocol()
+    proto.send(ApiVersionsRequest(), 3)
+    for i, byte in enumerate(TLS_ALERT[:3]):
+        buf = proto.get_buffer(-1)
+        buf[0] = byte
+        out, err = proto.buffer_updated(1)
+        assert out == []
+        if i < 2:
+            assert err is None
+    assert isinstance(err, SecurityProtocolMismatchError)
+
+
+@pytest.mark.parametrize(
+    ("head", "kind"),
+    [(b"\x15\x03\x03", "alert"), (b"\x16\x03\x01", "handshake"), (b"\x17\x03\x04", "application_data"),
+     (b"\x00\x00\x01", None), (b"\x15\x02\x03", None), (b"\x16\x03\x05", None), (b"\x16\x03", None)],
+)  # fmt: skip
+def test_tls_record_type(head: bytes, kind: str | None) -> None:
+    assert tls_record_type(head) == kind

@@ -30,7 +30,13 @@ from typing import Any, Final, TypeVar
 
 from aiokafka_lite import errors as E
 from aiokafka_lite.net.config import ClientConfig
-from aiokafka_lite.net.connection import BrokerConnection, Opener, api_name, negotiate_version
+from aiokafka_lite.net.connection import (
+    BrokerConnection,
+    Opener,
+    api_name,
+    describe_error,
+    negotiate_version,
+)
 from aiokafka_lite.net.hooks import BrokerStats, HookDispatcher
 from aiokafka_lite.net.metadata import (
     BrokerInfo,
@@ -689,7 +695,7 @@ class Client:
                 if bootstrap and not self._cluster.brokers and all(n in tried for n in self._nodes):
                     servers = ",".join(f"{h}:{p}" for h, p in self._bootstrap)
                     raise E.NoBrokersAvailableError(
-                        f"no bootstrap server reachable ({servers}): {exc}"
+                        f"no bootstrap server reachable ({servers}): {describe_error(exc)}"
                     ) from exc
                 if len(tried) >= len(self._nodes):
                     tried.clear()
@@ -699,7 +705,7 @@ class Client:
                     if isinstance(last, E.KafkaTimeoutError):
                         raise
                     raise E.KafkaTimeoutError(
-                        f"metadata refresh failed within request_timeout_ms: {last}"
+                        f"metadata refresh failed within request_timeout_ms: {describe_error(exc)}"
                     ) from last
                 await asyncio.sleep(delay)
                 continue

@@ -49,7 +49,7 @@ from aiokafka_lite.wire.messages import (
     SaslHandshakeResponse,
 )
 
-__all__ = ["BrokerConnection", "Opener", "api_name", "negotiate_version"]
+__all__ = ["BrokerConnection", "Opener", "api_name", "describe_error", "negotiate_version"]
 
 log = logging.getLogger("aiokafka_lite.net.connection")
 
@@ -62,6 +62,13 @@ _API_VERSIONS_KEY: Final = ApiVersionsRequest.API_KEY
 _SASL_HANDSHAKE_KEY: Final = SaslHandshakeRequest.API_KEY
 _SASL_AUTHENTICATE_KEY: Final = SaslAuthenticateRequest.API_KEY
 _CORK_LIMIT: Final = 64 * 1024  # bigger frames are written at once, without a copy into the cork
+
+
+def describe_error(exc: BaseException) -> str:
+    """``str(exc)``, or the exception's type name when that is empty (a bare
+    ``ConnectionResetError()`` or ``TimeoutError()``): an error message never ends
+    with an empty reason."""
+    return str(exc) or type(exc).__name__
 
 
 def api_name(api_key: int) -> str:
@@ -120,7 +127,9 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._on_close = on_close
         self._opener = opener
         self._loop = asyncio.get_running_loop()
-        self._proto = ConnectionProtocol(config.client_id, config.max_response_size)
+        self._proto = ConnectionProtocol(
+            config.client_id, config.max_response_size, peer=f"broker {host}:{port}"
+        )
         self._transport: asyncio.Transport | None = None
         self._state = "new"  # new -> connecting -> ready -> closed
         self._close_exc: BaseException | None = None
@@ -187,7 +196,15 @@ class BrokerConnection(asyncio.BufferedProtocol):
         except BaseException as exc:
             err = exc
             if isinstance(exc, OSError | TimeoutError) and not isinstance(exc, E.KafkaError):
-                err = E.KafkaConnectionError(f"cannot connect to {self.host}:{self.port}: {exc}")
+                err = E.KafkaConnectionError(
+                    f"cannot connect to {self.host}:{self.port}: {describe_error(exc)}"
+                )
+            elif self._closed_unanswered(exc):
+                err = E.KafkaConnectionError(
+                    f"{self.host}:{self.port} closed the connection without answering ApiVersions, "
+                    "the first request: is it a TLS listener (then use security_protocol='SSL' or "
+                    "'SASL_SSL'), or not a Kafka listener at all?"
+                )
             self.stats.connect_errors += 1
             self._fail(
                 err if isinstance(err, Exception) else E.ClosedError("connect cancelled"), notify=False
@@ -206,6 +223,18 @@ class BrokerConnection(asyncio.BufferedProtocol):
         log.debug("connected to node %s at %s:%s", self.node_id, self.host, self.port)
         self.hooks.call(
             "on_broker_connect", self.node_id, self.host, self.port, self._loop.time() - start, None
+        )
+
+    def _closed_unanswered(self, exc: BaseException) -> bool:
+        """The broker hung up on our first plaintext request without a byte of reply.
+        A TLS listener that does not answer plaintext with an alert (Kafka's does, see
+        ``ConnectionProtocol``) looks like this."""
+        return (
+            type(exc) is E.KafkaConnectionError
+            and not self.config.uses_ssl
+            and self._transport is not None
+            and self._proto.bytes_received == 0
+            and not self.api_versions
         )
 
     async def _negotiate_api_versions(self) -> None:
@@ -474,7 +503,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._dispatch(*self._proto.receive(data), len(data))
 
     def _dispatch(
-        self, responses: list[tuple[InFlight, Response, int]], error: E.CorruptFrameError | None, nbytes: int
+        self, responses: list[tuple[InFlight, Response, int]], error: E.KafkaError | None, nbytes: int
     ) -> None:
         now = self._loop.time()
         self.last_used = now
@@ -500,7 +529,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
             self._drained.set()
         if error is not None:
             log.warning(
-                "corrupt response from node %s (%s:%s): %s", self.node_id, self.host, self.port, error
+                "unreadable response from node %s (%s:%s): %s", self.node_id, self.host, self.port, error
             )
             self._fail(error)
 
@@ -513,7 +542,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._state != "closed":
-            reason = f": {exc}" if exc else ""
+            reason = f": {describe_error(exc)}" if exc else ""
             self._fail(
                 E.KafkaConnectionError(
                     f"connection to node {self.node_id} ({self.host}:{self.port}) lost{reason}"
@@ -638,9 +667,43 @@ async def _open_tcp(conn: BrokerConnection) -> None:
                 )
             return
         except ssl.SSLError as e:
-            raise E.KafkaConnectionError(f"TLS handshake with {conn.host}:{conn.port} failed: {e}") from e
-        except (OSError, TimeoutError) as e:
-            errors.append(f"{addr[0]}: {e or type(e).__name__}")
+            if _tls_spoken_to_plaintext(e):
+                raise _plaintext_listener_error(conn, e) from e
+            raise E.KafkaConnectionError(
+                f"TLS handshake with {conn.host}:{conn.port} failed: {describe_error(e)}"
+            ) from e
+        except TimeoutError:
+            step = "TCP connection and TLS handshake" if ctx is not None else "TCP connection"
+            errors.append(f"{addr[0]}: {step} not done within {timeout * 1000:.0f} ms")
+        except OSError as e:
+            if ctx is not None and isinstance(e, _HANDSHAKE_CUT):
+                # TCP connected (a refusal is ConnectionRefusedError), then the broker
+                # hung up on our ClientHello.
+                raise _plaintext_listener_error(conn, e) from e
+            errors.append(f"{addr[0]}: {describe_error(e)}")
     raise E.KafkaConnectionError(
         f"cannot connect to {conn.host}:{conn.port} ({'; '.join(errors) or 'no address'})"
+    )
+
+
+# How a TLS handshake ends when the peer is a plaintext Kafka listener: it reads the
+# ClientHello as the size prefix of an oversized request and closes the connection.
+_HANDSHAKE_CUT: Final = (ConnectionResetError, BrokenPipeError)
+# OpenSSL reasons for a handshake answered with EOF or with bytes that are not TLS.
+_NOT_TLS_REASONS: Final = frozenset(
+    {"UNEXPECTED_EOF_WHILE_READING", "WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG"}
+)
+
+
+def _tls_spoken_to_plaintext(exc: ssl.SSLError) -> bool:
+    if isinstance(exc, ssl.SSLEOFError | ssl.SSLZeroReturnError):
+        return True
+    return getattr(exc, "reason", None) in _NOT_TLS_REASONS
+
+
+def _plaintext_listener_error(conn: BrokerConnection, exc: BaseException) -> E.SecurityProtocolMismatchError:
+    return E.SecurityProtocolMismatchError(
+        f"TLS handshake with {conn.host}:{conn.port} failed ({describe_error(exc)}): the broker "
+        f"closed the connection or answered without TLS; is this a plaintext listener? check "
+        f"security_protocol (it is {conn.config.security_protocol!r}) and the port"
     )

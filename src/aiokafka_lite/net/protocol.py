@@ -5,6 +5,11 @@ flight and turns received bytes into ``(InFlight, Response)`` pairs. Kafka answe
 requests of one connection in the order they were sent (requests without a response,
 Produce with acks=0, are not tracked), so a response whose correlation id is not the
 oldest outstanding one means the stream is out of sync: ``CorruptFrameError``.
+
+A TLS listener answers plaintext with a TLS record (Kafka's sends an alert). Read as a
+Kafka size prefix its header announces a frame of over 335 MB, which would surface as
+an unexplained oversized or corrupt frame; the first bytes of a connection are checked
+for it and reported as ``SecurityProtocolMismatchError`` instead.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from aiokafka_lite.errors import CorruptFrameError
+from aiokafka_lite.errors import CorruptFrameError, KafkaError, SecurityProtocolMismatchError
 from aiokafka_lite.wire.framing import (
     DEFAULT_MAX_FRAME,
     FrameTooLargeError,
@@ -23,13 +28,29 @@ from aiokafka_lite.wire.framing import (
 from aiokafka_lite.wire.message import Request, Response
 from aiokafka_lite.wire.messages import RESPONSES, ApiVersionsResponse
 
-__all__ = ["ConnectionProtocol", "FrameAssembler", "InFlight"]
+__all__ = ["ConnectionProtocol", "FrameAssembler", "InFlight", "tls_record_type"]
 
 _API_VERSIONS: Final = ApiVersionsResponse.API_KEY
 _MAX_CORRELATION_ID: Final = 2**31 - 1
 
 
 _SCRATCH: Final = 64 * 1024
+
+# TLS record content types (RFC 8446 section 5.1; change_cipher_spec and heartbeat
+# from earlier versions), and the record layer's major protocol version.
+_TLS_CONTENT_TYPES: Final = {20: "change_cipher_spec", 21: "alert", 22: "handshake", 23: "application_data"}
+_TLS_MAJOR_VERSION: Final = 3
+_TLS_MAX_MINOR_VERSION: Final = 4
+
+
+def tls_record_type(head: bytes | bytearray | memoryview) -> str | None:
+    """The content type's name if ``head`` (at least 3 bytes) starts like a TLS record
+    (type, then protocol version 3.0-3.4), else None."""
+    if len(head) < 3:
+        return None
+    if head[1] != _TLS_MAJOR_VERSION or head[2] > _TLS_MAX_MINOR_VERSION:
+        return None
+    return _TLS_CONTENT_TYPES.get(head[0])
 
 
 class FrameAssembler:
@@ -140,15 +161,34 @@ class InFlight:
 class ConnectionProtocol:
     """Request encoding and in-order response matching for one connection (no I/O)."""
 
-    __slots__ = ("_client_id", "_in_flight", "_next_id", "_reader", "bytes_received", "bytes_sent")
+    __slots__ = (
+        "_client_id",
+        "_head",
+        "_in_flight",
+        "_next_id",
+        "_peer",
+        "_reader",
+        "_unchecked_view",
+        "bytes_received",
+        "bytes_sent",
+    )
 
     def __init__(
-        self, client_id: str | None = "aiokafka-lite", max_response_size: int = DEFAULT_MAX_FRAME
+        self,
+        client_id: str | None = "aiokafka-lite",
+        max_response_size: int = DEFAULT_MAX_FRAME,
+        *,
+        peer: str = "the broker",
     ) -> None:
         self._client_id = client_id
         self._next_id = 0
         self._in_flight: deque[InFlight] = deque()
         self._reader = FrameAssembler(max_response_size)
+        self._peer = peer
+        # The connection's first bytes, kept until there are enough to tell a TLS
+        # record from a Kafka size prefix; ``None`` once checked.
+        self._head: bytearray | None = bytearray()
+        self._unchecked_view: memoryview | None = None
         self.bytes_sent = 0
         self.bytes_received = 0
 
@@ -178,13 +218,35 @@ class ConnectionProtocol:
 
     def get_buffer(self, sizehint: int = -1) -> memoryview:
         """Where the transport should put the next received bytes (BufferedProtocol)."""
-        return self._reader.get_buffer(sizehint)
+        view = self._reader.get_buffer(sizehint)
+        if self._head is not None:
+            self._unchecked_view = view
+        return view
 
-    def buffer_updated(
-        self, nbytes: int
-    ) -> tuple[list[tuple[InFlight, Response, int]], CorruptFrameError | None]:
+    def _check_head(self, data: bytes | bytearray | memoryview) -> KafkaError | None:
+        """Collect the first bytes of the stream; a TLS record there is an error."""
+        head = self._head
+        assert head is not None
+        head += data[: 3 - len(head)]
+        if len(head) < 3:
+            return None
+        self._head = None
+        self._unchecked_view = None
+        kind = tls_record_type(head)
+        if kind is None:
+            return None
+        return SecurityProtocolMismatchError(
+            f"{self._peer} answered with a TLS {kind} record where a Kafka response was expected: "
+            "it is a TLS listener; use security_protocol='SSL' (or 'SASL_SSL'), or the plaintext port"
+        )
+
+    def buffer_updated(self, nbytes: int) -> tuple[list[tuple[InFlight, Response, int]], KafkaError | None]:
         """``nbytes`` were written into the last ``get_buffer()``; like ``receive``."""
         self.bytes_received += nbytes
+        if self._head is not None and self._unchecked_view is not None:
+            mismatch = self._check_head(self._unchecked_view[:nbytes])
+            if mismatch is not None:
+                return [], mismatch
         try:
             frames = self._reader.buffer_updated(nbytes)
         except CorruptFrameError as e:
@@ -193,15 +255,20 @@ class ConnectionProtocol:
 
     def receive(
         self, data: bytes | bytearray | memoryview
-    ) -> tuple[list[tuple[InFlight, Response, int]], CorruptFrameError | None]:
+    ) -> tuple[list[tuple[InFlight, Response, int]], KafkaError | None]:
         """Feed received bytes.
 
         Returns ``(request, decoded response, frame size)`` for every complete frame,
         plus the error that broke the stream, if any (``FrameTooLargeError`` for
-        oversized frames): responses decoded before it are still delivered, the
-        connection must then be closed and the rest of ``pending()`` failed.
+        oversized frames, ``SecurityProtocolMismatchError`` for a TLS reply): responses
+        decoded before it are still delivered, the connection must then be closed and
+        the rest of ``pending()`` failed.
         """
         self.bytes_received += len(data)
+        if self._head is not None:
+            mismatch = self._check_head(data)
+            if mismatch is not None:
+                return [], mismatch
         try:
             frames = self._reader.feed(data)
         except CorruptFrameError as e:
