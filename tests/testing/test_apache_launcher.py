@@ -145,3 +145,14 @@ def test_fetch_command_prints_the_cached_jars() -> None:
     lib = apache.kafka_classpath(None)
     assert any(p.name.startswith("kafka_2.13-") for p in lib.iterdir())
     assert os.access(lib, os.R_OK)
+
+
+def test_cluster_ids_never_look_like_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    # One id in 64 would start with "-" (base64url), and the storage tool would then
+    # fail with "argument --cluster-id/-t: expected one argument".
+    import uuid
+
+    ids = iter([uuid.UUID(bytes=b"\xfb" + bytes(15)), uuid.UUID(bytes=b"\x04" + bytes(15))])
+    monkeypatch.setattr(apache.uuid, "uuid4", lambda: next(ids))
+    cid = apache._random_cluster_id()
+    assert not cid.startswith("-") and len(cid) == 22

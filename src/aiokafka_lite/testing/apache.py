@@ -183,7 +183,13 @@ def _free_port(host: str) -> int:
 
 
 def _random_cluster_id() -> str:
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    """A base64url UUID, as ``kafka-storage random-uuid`` makes. Like Kafka's own, never
+    one that starts with ``-``: the storage tool's argument parser would take it for an
+    option."""
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not cid.startswith("-"):
+            return cid
 
 
 class ApacheNode:
