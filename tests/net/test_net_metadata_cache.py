@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import uuid
 
-from aiokafka_lite.net.metadata import ClusterMetadata, apply_metadata
+from aiokafka_lite import errors as E
+from aiokafka_lite.net.metadata import ClusterMetadata, apply_metadata, fatal_topic_error, topic_error
 from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.messages import MetadataResponse
 
@@ -106,3 +107,22 @@ def test_partitions_by_leader() -> None:
     grouped, missing = md.partitions_by_leader([TopicPartition("t", i) for i in range(4)])
     assert grouped == {0: [TopicPartition("t", 0)], 1: [TopicPartition("t", 1)]}
     assert missing == [TopicPartition("t", 2), TopicPartition("t", 3)]
+
+
+def test_fatal_topic_error_authorization_first_then_invalid_names() -> None:
+    errors = {"bad name!": 17, "secret": 29, "other secret": 29, "missing": 3, "creating": 5}
+    err = fatal_topic_error(errors, ["ok", "bad name!", "secret", "other secret", "missing"])
+    assert isinstance(err, E.TopicAuthorizationFailedError)
+    assert str(err).endswith(
+        "topics 'other secret', 'secret': not authorized (the principal needs Describe on the topic)"
+    )
+    err = fatal_topic_error(errors, ["bad name!", "missing", "creating"])
+    assert isinstance(err, E.InvalidTopicError) and "topic 'bad name!': not a valid topic name" in str(err)
+    # Retriable errors (unknown, leader not available) and topics not in use are not fatal.
+    assert fatal_topic_error(errors, ["missing", "creating", "ok"]) is None
+    assert fatal_topic_error({}, ["bad name!"]) is None
+
+
+def test_topic_error_names_the_topic_and_the_meaning() -> None:
+    assert str(topic_error("t", 3)) == "[Error 3] UNKNOWN_TOPIC_OR_PARTITION: topic 't': does not exist"
+    assert str(topic_error("t", 5)) == "[Error 5] LEADER_NOT_AVAILABLE: topic 't'"

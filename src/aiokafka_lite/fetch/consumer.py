@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiokafka_lite import errors as E
 from aiokafka_lite.net import Client, ClientConfig, ClusterMetadata
+from aiokafka_lite.net.metadata import fatal_topic_error
 from aiokafka_lite.structs import TopicPartition
 
 from .config import ConsumerConfig
@@ -47,6 +48,7 @@ __all__ = ["Consumer"]
 log = logging.getLogger(__name__)
 
 _EMPTY: list[Record] = []
+_UNKNOWN_TOPIC_OR_PARTITION = 3
 
 
 class _PositionsAwaitable:
@@ -135,6 +137,7 @@ class Consumer:
         self._cur_cf: CompletedFetch | None = None
         self._cur_st: PartitionState | None = None
         self._states = self._sub.states()
+        self._missing_topics: set[str] = set()  # reported missing (warned once each)
 
     def __repr__(self) -> str:
         state = (
@@ -342,8 +345,13 @@ class Consumer:
             self._on_metadata(self._client.cluster)
 
     def _on_metadata(self, cluster: ClusterMetadata) -> None:
-        """New metadata: update pattern matches; without a group, assign every partition."""
+        """New metadata: update pattern matches; without a group, assign every partition;
+        report topics that do not exist, wake a waiting poll for topics it must fail on."""
         sub = self._sub
+        if cluster.topic_errors:
+            self._check_topic_errors(cluster)
+        elif self._missing_topics:
+            self._missing_topics = set()
         if sub.subscription_type is SubscriptionType.PATTERN:
             names = [
                 name
@@ -356,6 +364,41 @@ class Consumer:
             tps = {TopicPartition(t, p) for t in sub.subscribed_topics for p in cluster.partitions_for(t)}
             if tps != set(self._states):
                 sub.set_assignment(tps)
+
+    def _topics_in_use(self) -> Iterable[str]:
+        """Topics named by the subscription or the manual assignment (a pattern only
+        matches topics that exist)."""
+        sub = self._sub
+        if sub.subscription_type is SubscriptionType.TOPICS:
+            return sub.subscribed_topics
+        if sub.is_manual:
+            return {tp.topic for tp in self._states}
+        return ()
+
+    def _check_topic_errors(self, cluster: ClusterMetadata) -> None:
+        errors = cluster.topic_errors
+        topics = self._topics_in_use()
+        missing = {t for t in topics if errors.get(t) == _UNKNOWN_TOPIC_OR_PARTITION}
+        new = missing - self._missing_topics
+        if new:
+            # As the Java client: keep waiting (the topic may be created), but say so.
+            log.warning(
+                "subscribed topic(s) %s do not exist (UNKNOWN_TOPIC_OR_PARTITION); waiting for them "
+                "to be created",
+                ", ".join(repr(t) for t in sorted(new)),
+            )
+        self._missing_topics = missing
+        if self._fetcher is not None and fatal_topic_error(errors, topics) is not None:
+            self._fetcher.data_ready.set()  # a waiting getmany/async for raises it now
+
+    def _raise_topic_errors(self) -> None:
+        """Raise, as the Java consumer's poll does, when the last metadata says a topic in
+        use has an invalid name or may not be accessed: waiting cannot fix either."""
+        errors = self._client.cluster.topic_errors
+        if errors:
+            err = fatal_topic_error(errors, self._topics_in_use())
+            if err is not None:
+                raise err
 
     # ------------------------------------------------------------------ subscription listener
     def on_partitions_removed(self, tps: set[TopicPartition]) -> None:
@@ -623,6 +666,7 @@ class Consumer:
             if self._closing:
                 raise StopAsyncIteration
             self._raise_position_errors(fetcher)
+            self._raise_topic_errors()
             if coordinator is not None:
                 try:
                     await coordinator.poll()
@@ -684,6 +728,7 @@ class Consumer:
             if self._closing:
                 raise E.ClosedError("consumer is closed")
             self._raise_position_errors(fetcher)
+            self._raise_topic_errors()
             if coordinator is not None:
                 await coordinator.poll()
             ready.clear()

@@ -44,6 +44,7 @@ from aiokafka_lite.net.metadata import (
     CoordinatorType,
     TopicInfo,
     apply_metadata,
+    topic_error,
 )
 from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.message import Request, Response
@@ -775,7 +776,7 @@ class Client:
                 return info
             code = self._cluster.topic_errors.get(topic, 0)
             if code and not E.for_code(code).retriable:
-                raise E.error_for(code, f"topic {topic!r}")
+                raise topic_error(topic, code)
             remaining = deadline - loop.time()
             if remaining <= 0:
                 raise E.UnknownTopicOrPartitionError(
@@ -808,7 +809,7 @@ class Client:
                 return part.leader, part.leader_epoch
             code = self._cluster.topic_errors.get(tp.topic, 0)
             if code and not E.for_code(code).retriable:
-                raise E.error_for(code, f"topic {tp.topic!r}")
+                raise topic_error(tp.topic, code)
             remaining = deadline - loop.time()
             if remaining <= 0:
                 if part is not None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Final
 
+from aiokafka_lite.errors import BrokerResponseError, error_for
 from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.messages import MetadataResponse
 from aiokafka_lite.wire.primitives import ZERO_UUID
@@ -30,10 +31,26 @@ __all__ = [
     "PartitionInfo",
     "TopicInfo",
     "apply_metadata",
+    "fatal_topic_error",
+    "topic_error",
 ]
 
 _NONE: Final = 0
 _UNKNOWN_TOPIC_OR_PARTITION: Final = 3
+_INVALID_TOPIC: Final = 17
+_TOPIC_AUTHORIZATION_FAILED: Final = 29
+
+# Topic errors in a metadata response that waiting cannot fix, in the order the Java
+# client reports them (TopicAuthorizationException before InvalidTopicException): its
+# consumer raises them from poll(), its producer from send().
+_FATAL_TOPIC_ERRORS: Final = (_TOPIC_AUTHORIZATION_FAILED, _INVALID_TOPIC)
+
+_TOPIC_ERROR_HINTS: Final = {
+    _INVALID_TOPIC: "not a valid topic name (1 to 249 characters from a-z, A-Z, 0-9, '.', '_' and '-'; "
+    "not '.' or '..')",
+    _TOPIC_AUTHORIZATION_FAILED: "not authorized (the principal needs Describe on the topic)",
+    _UNKNOWN_TOPIC_OR_PARTITION: "does not exist",
+}
 
 
 class CoordinatorType(IntEnum):
@@ -136,6 +153,30 @@ class ClusterMetadata:
             else:
                 grouped.setdefault(leader, []).append(tp)
         return grouped, missing
+
+
+def topic_error(topics: str | Iterable[str], code: int) -> BrokerResponseError:
+    """The exception for a metadata error ``code`` on ``topics``, saying what it means."""
+    names = [topics] if isinstance(topics, str) else sorted(topics)
+    subject = ("topic " if len(names) == 1 else "topics ") + ", ".join(repr(n) for n in names)
+    hint = _TOPIC_ERROR_HINTS.get(code)
+    return error_for(code, f"{subject}: {hint}" if hint else subject)
+
+
+def fatal_topic_error(topic_errors: Mapping[str, int], topics: Iterable[str]) -> BrokerResponseError | None:
+    """The error a client must raise rather than wait for ``topics``: a topic it may not
+    access or whose name is invalid, per the last metadata; None when there is none."""
+    if not topic_errors:
+        return None
+    found: dict[int, list[str]] = {}
+    for topic in topics:
+        code = topic_errors.get(topic, _NONE)
+        if code in _FATAL_TOPIC_ERRORS:
+            found.setdefault(code, []).append(topic)
+    for code in _FATAL_TOPIC_ERRORS:
+        if code in found:
+            return topic_error(found[code], code)
+    return None
 
 
 def _partition(p: MetadataResponse.MetadataResponsePartition) -> PartitionInfo:
