@@ -165,6 +165,20 @@ def _start(args: list[str]) -> tuple[subprocess.Popen[str], str]:
     return proc, line.removeprefix("listening on ")
 
 
+def kcat_metadata(addrs: str) -> str:
+    """``kcat -L`` against the broker process: an independent client's view of the cluster."""
+    kcat = shutil.which("kcat")
+    if kcat is None:
+        pytest.fail(
+            "kcat is not installed, and this test reads the broker's metadata with it: "
+            "apt-get install kcat (Debian/Ubuntu; scripts/test.sh does this), or brew install kcat",
+            pytrace=False,
+        )
+    r = subprocess.run([kcat, "-b", addrs, "-L"], capture_output=True, text=True, timeout=20)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_cli_process(tmp_path: Path, sig: signal.Signals) -> None:
     proc, addrs = _start(
@@ -184,11 +198,8 @@ def test_cli_process(tmp_path: Path, sig: signal.Signals) -> None:
     try:
         hosts = addrs.split(",")
         assert len(hosts) == 2 and all(h.startswith("127.0.0.1:") for h in hosts)
-        if shutil.which("kcat"):
-            out = subprocess.run(
-                ["kcat", "-b", addrs, "-L"], capture_output=True, text=True, timeout=20
-            ).stdout
-            assert "2 brokers" in out and 'topic "a" with 3 partitions' in out
+        out = kcat_metadata(addrs)
+        assert "2 brokers" in out and 'topic "a" with 3 partitions' in out
         proc.send_signal(sig)
         assert proc.wait(15) == 0
     finally:
@@ -197,11 +208,7 @@ def test_cli_process(tmp_path: Path, sig: signal.Signals) -> None:
     # The topic persisted in the data dir.
     proc, addrs = _start(["--port", "0", "--data-dir", str(tmp_path)])
     try:
-        if shutil.which("kcat"):
-            out = subprocess.run(
-                ["kcat", "-b", addrs, "-L"], capture_output=True, text=True, timeout=20
-            ).stdout
-            assert 'topic "a" with 3 partitions' in out
+        assert 'topic "a" with 3 partitions' in kcat_metadata(addrs)
     finally:
         proc.terminate()
         assert proc.wait(15) == 0

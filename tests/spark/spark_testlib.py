@@ -178,12 +178,17 @@ def spark_session() -> Any:
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    pytest.importorskip("pyspark", reason="pyspark is not installed (pip install 'aiokafka_lite[spark]')")
+    # pyspark is a required test dependency (the spark extra): missing, it is an error, not a skip.
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        pytest.fail("pyspark is not installed: pip install -e '.[test,spark]'", pytrace=False)
     try:
         import pyarrow  # noqa: F401
     except ImportError:
         pytest.fail(
-            "pyspark is installed without pyarrow, which Python data sources need: pip install 'pyspark[sql]'"
+            "pyspark is installed without pyarrow, which Python data sources need: pip install 'pyspark[sql]'",
+            pytrace=False,
         )
     session = spark_session()
     try:

@@ -3,7 +3,8 @@ chunked ranges, batch writes read back, a streaming query restarted from its
 checkpoint, and the example pipeline end to end.
 
 One SparkSession (``local[2]``) and one broker process serve the whole module; topics
-are unique per test. Skipped only when pyspark/pyarrow are not installed.
+are unique per test. pyspark and pyarrow are required (the spark extra): without them
+these tests error out rather than skip.
 """
 
 from __future__ import annotations
@@ -270,7 +271,6 @@ def test_example_pipeline_end_to_end(spark: Any, capsys: pytest.CaptureFixture[s
 
 
 def test_arrow_and_tuple_conversions_agree() -> None:
-    pytest.importorskip("pyspark")
     from aiokafka_lite.fetch import Record
     from aiokafka_lite.spark import datasource as ds
     from aiokafka_lite.wire.records import TimestampType

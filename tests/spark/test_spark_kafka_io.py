@@ -8,6 +8,7 @@ import threading
 import time
 from typing import Any
 
+import confluent_kafka
 import pytest
 from spark_testlib import create_topic, delete_records, produce, read_all, values
 
@@ -201,7 +202,6 @@ def test_read_no_progress_times_out(kafka_bootstrap: str) -> None:
 
 @pytest.mark.interop
 def test_read_committed_ranges(kafka_bootstrap: str) -> None:
-    confluent_kafka = pytest.importorskip("confluent_kafka")
     create_topic(kafka_bootstrap, "tx", 1)
 
     def transactions() -> None:
