@@ -20,6 +20,7 @@ from aiokafka_lite.wire.messages import (
     ApiVersionsResponse,
     FetchRequest,
     MetadataRequest,
+    MetadataResponse,
     ProduceRequest,
 )
 from aiokafka_lite.wire.records import encode_batch
@@ -59,7 +60,8 @@ async def test_protocol_violations_close_the_connection(kafka_cluster: EmbeddedC
             await c.send_raw(frame)
             assert await c.is_closed_by_peer()
         # Other connections are unaffected.
-        assert isinstance(await bystander.request(MetadataRequest(topics=None), 12), object)
+        other = await bystander.request(MetadataRequest(topics=None), 12)
+        assert isinstance(other, MetadataResponse) and len(other.brokers) == 1
     assert await healthy(kafka_cluster)
 
 
