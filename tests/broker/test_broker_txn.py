@@ -393,7 +393,7 @@ def txn_commit(
         group_id="g",
         producer_id=pid,
         producer_epoch=epoch,
-        generation_id=gen if version >= 3 else -1,
+        generation_id_or_member_epoch=gen if version >= 3 else -1,
         member_id=member if version >= 3 else "",
         topics=[
             TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(

@@ -396,7 +396,11 @@ async def test_txn_offset_commit_carries_the_member(kafka_cluster: EmbeddedClust
         await p.abort_transaction()
     (req,) = [o.request for o in rec.requests]
     assert isinstance(req, TxnOffsetCommitRequest)
-    assert (req.generation_id, req.member_id, req.group_instance_id) == (3, "member-1", "instance-1")
+    assert (req.generation_id_or_member_epoch, req.member_id, req.group_instance_id) == (
+        3,
+        "member-1",
+        "instance-1",
+    )
     assert req.transactional_id == "tx-1"
 
 

@@ -111,9 +111,19 @@ def test_registry_covers_every_api() -> None:
         assert m.RESPONSES[key].API_KEY == key
     assert m.REQUESTS[0] is m.ProduceRequest
     assert m.RESPONSES[1] is m.FetchResponse
-    # A renamed API keeps its key; the registry holds the newer schema.
+    # A renamed API keeps its key: ListClientMetricsResources became ListConfigResources (74).
     assert m.REQUESTS[74] is m.ListConfigResourcesRequest
-    assert m.ListClientMetricsResourcesRequest.API_KEY == 74
+    # The share-group APIs (KIP-932).
+    share = {
+        76: m.ShareGroupHeartbeatRequest,
+        77: m.ShareGroupDescribeRequest,
+        78: m.ShareFetchRequest,
+        79: m.ShareAcknowledgeRequest,
+        90: m.DescribeShareGroupOffsetsRequest,
+        91: m.AlterShareGroupOffsetsRequest,
+        92: m.DeleteShareGroupOffsetsRequest,
+    }
+    assert {key: m.REQUESTS[key] for key in share} == share
     assert m.RequestHeader.MIN_VERSION == 0 and m.RequestHeader.MAX_VERSION == 2
     assert (m.ResponseHeader.MIN_VERSION, m.ResponseHeader.MAX_VERSION) == (0, 1)
     assert m.ConsumerProtocolSubscription.MAX_VERSION >= 3

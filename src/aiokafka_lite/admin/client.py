@@ -507,7 +507,7 @@ class Admin:
                         value=c.value,
                         source=_source(c.config_source),
                         read_only=c.read_only,
-                        is_default=c.is_default or c.config_source == ConfigSource.DEFAULT_CONFIG,
+                        is_default=c.config_source == ConfigSource.DEFAULT_CONFIG,
                         is_sensitive=c.is_sensitive,
                         synonyms=tuple((s.name, s.value, s.source) for s in c.synonyms),
                         type=c.config_type,
@@ -983,10 +983,7 @@ class Admin:
                     if err is not None:
                         out[tp] = err
                     else:
-                        offset = (
-                            p.offset if p.offset >= 0 or not p.old_style_offsets else p.old_style_offsets[0]
-                        )
-                        out[tp] = ListOffsetsResult(offset, p.timestamp, p.leader_epoch)
+                        out[tp] = ListOffsetsResult(p.offset, p.timestamp, p.leader_epoch)
             return out
 
         outcomes = await self._by_leader(list(norm), send, deadline)

@@ -1644,7 +1644,7 @@ class GroupCoordinator:
                 group_id=req.group_id,
                 producer_id=req.producer_id,
                 producer_epoch=req.producer_epoch,
-                generation_id=req.generation_id if v >= 3 else -1,
+                generation_id=req.generation_id_or_member_epoch if v >= 3 else -1,
                 member_id=req.member_id if v >= 3 else "",
                 group_instance_id=req.group_instance_id if v >= 3 else None,
                 offsets=offsets,

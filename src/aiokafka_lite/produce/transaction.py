@@ -884,7 +884,7 @@ class Transactions:
                 group_id=group.group_id,
                 producer_id=pid,
                 producer_epoch=epoch,
-                generation_id=group.generation_id if kip447 else -1,
+                generation_id_or_member_epoch=group.generation_id if kip447 else -1,
                 member_id=group.member_id if kip447 else "",
                 group_instance_id=group.group_instance_id if kip447 else None,
                 topics=[

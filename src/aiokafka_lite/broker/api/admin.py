@@ -247,7 +247,6 @@ def _describe_entry(
         value=value,
         read_only=source in (SOURCE_STATIC_BROKER,),
         config_source=source,
-        is_default=source == SOURCE_DEFAULT and v == 0,
         is_sensitive=False,
         config_type=_config_type(name),
         documentation=None,
