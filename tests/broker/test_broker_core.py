@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
@@ -333,13 +332,12 @@ async def test_fetch_long_poll_wakes_on_produce(kafka_cluster: EmbeddedCluster) 
         await RawClient.connect(kafka_cluster.bootstrap) as c,
         await RawClient.connect(kafka_cluster.bootstrap) as p,
     ):
-        start = time.monotonic()
         task = asyncio.create_task(fetch(c, fetch_req("t", {0: 0}, max_wait=20_000, min_bytes=1)))
         await asyncio.sleep(0.1)
         assert not task.done()
         await produce(p, "t", 0, batch([b"wake"]))
+        # Woken by the produce: well before max_wait (20 s) would have answered it.
         resp = await asyncio.wait_for(task, 10)
-        assert time.monotonic() - start < 15
         assert values_of(resp.responses[0].partitions[0].records) == [(0, b"wake")]
         # Without data the fetch returns empty after max wait.
         resp = await fetch(c, fetch_req("t", {0: 1}, max_wait=50, min_bytes=1))

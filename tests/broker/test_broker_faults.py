@@ -11,6 +11,7 @@ from aiokafka_lite.broker.api.common import error_response
 from aiokafka_lite.errors import (
     CoordinatorNotAvailableError,
     FetchSessionIdNotFoundError,
+    IllegalStateError,
     KafkaConnectionError,
     NotLeaderOrFollowerError,
     RequestTimedOutError,
@@ -184,7 +185,7 @@ async def test_close_connections(kafka_cluster: EmbeddedCluster) -> None:
 async def test_expire_group_member_without_coordinator_is_an_error(kafka_cluster: EmbeddedCluster) -> None:
     svc = kafka_cluster.state.services.pop("groups", None)
     try:
-        with pytest.raises(Exception, match="group coordinator"):
+        with pytest.raises(IllegalStateError, match="group coordinator"):
             kafka_cluster.expire_group_member("g", "m")
     finally:
         if svc is not None:
