@@ -678,7 +678,21 @@ class GroupCoordinator:
         if node is not None:
             return node
         remaining = max(deadline - self._now(), 1.0)
-        return await self._client.find_coordinator(self.group_id, timeout_ms=remaining)
+        node = await self._client.find_coordinator(self.group_id, timeout_ms=remaining)
+        if self._m.coordinator is None:
+            # Share the answer: heartbeats wait for a known coordinator, and the main task,
+            # which would look it up, may be the one waiting for this request.
+            self._m.coordinator_found(node, self._now())
+            self._hb_wake.set()
+        return node
+
+    def _coordinator_unreachable(self) -> None:
+        """A request to the coordinator failed in transit: forget the coordinator, and the
+        client's cached answer too (the broker may have died; the next lookup finds its
+        successor once Kafka has moved the group)."""
+        self._m.coordinator_lost(self._now())
+        self._client.invalidate_coordinator(self.group_id)
+        self._wake.set()
 
     async def commit(
         self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int | tuple[int, str]] | None = None
@@ -713,8 +727,7 @@ class GroupCoordinator:
                 resp = await self._send_commit(node, offsets, generation, member_id, instance_id, deadline)
                 code = _first_commit_error(resp)
             except (KafkaConnectionError, KafkaTimeoutError) as exc:
-                self._m.coordinator_lost(self._now())
-                self._wake.set()
+                self._coordinator_unreachable()
                 err: KafkaError = exc
             except BrokerResponseError as exc:  # find_coordinator gave up
                 err = exc
@@ -817,8 +830,7 @@ class GroupCoordinator:
                 node = await self._coordinator_node(deadline)
                 result, code = await self._send_offset_fetch(node, wanted, deadline)
             except (KafkaConnectionError, KafkaTimeoutError) as exc:
-                self._m.coordinator_lost(self._now())
-                self._wake.set()
+                self._coordinator_unreachable()
                 err: KafkaError = exc
             else:
                 if code == 0:
