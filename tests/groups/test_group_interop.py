@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,7 +15,6 @@ from aiokafka_lite import Consumer
 from aiokafka_lite.groups import MemberState
 from aiokafka_lite.produce.producer import Producer
 from aiokafka_lite.structs import TopicPartition as TP
-from aiokafka_lite.testing.threaded import ThreadedCluster
 
 pytestmark = pytest.mark.interop
 
@@ -28,9 +26,15 @@ SESSION_MS = 20000
 
 
 @pytest.fixture
-def tc() -> Iterator[ThreadedCluster]:
-    with ThreadedCluster(brokers=3, topics={"t": PARTITIONS}, config=broker_config()) as cluster:
-        yield cluster
+def bootstrap(request: pytest.FixtureRequest, kafka_mode: str, kafka_threaded_cluster_factory: Any) -> str:
+    """A cluster serving from its own thread (the third-party clients block): embedded, three
+    brokers; on Apache Kafka (--kafka=apache) the session's node."""
+    if kafka_mode == "apache":
+        apache = request.getfixturevalue("apache_kafka")
+        apache.create_topic("t", PARTITIONS)
+        return str(apache.bootstrap)
+    tc = kafka_threaded_cluster_factory(brokers=3, topics={"t": PARTITIONS}, config=broker_config())
+    return str(tc.bootstrap)
 
 
 class ThreadMember:
@@ -233,8 +237,7 @@ async def check_group(bootstrap: str, ours: Ours, others: list[ThreadMember]) ->
 
 
 @pytest.mark.parametrize("ours_first", [True, False], ids=["ours-leader", "librdkafka-leader"])
-async def test_mixed_group_with_librdkafka_cooperative_sticky(tc: ThreadedCluster, ours_first: bool) -> None:
-    bootstrap = tc.bootstrap
+async def test_mixed_group_with_librdkafka_cooperative_sticky(bootstrap: str, ours_first: bool) -> None:
     others: list[ThreadMember] = []
     ours: Ours | None = None
     try:
@@ -261,8 +264,7 @@ async def test_mixed_group_with_librdkafka_cooperative_sticky(tc: ThreadedCluste
 
 
 @pytest.mark.parametrize("ours_first", [True, False], ids=["ours-leader", "kafka-python-leader"])
-async def test_mixed_group_with_kafka_python_range(tc: ThreadedCluster, ours_first: bool) -> None:
-    bootstrap = tc.bootstrap
+async def test_mixed_group_with_kafka_python_range(bootstrap: str, ours_first: bool) -> None:
     others: list[ThreadMember] = []
     ours: Ours | None = None
     try:
