@@ -37,6 +37,18 @@ def records(prefix: str) -> list[tuple[str, str]]:
     return [(f"{prefix}-key-{i}", f"{prefix}-value-{i}-" + "x" * (i % 50)) for i in range(N)]
 
 
+def kcat() -> str:
+    """kcat's path. It is a required test tool (scripts/test.sh installs it): missing, the test fails."""
+    path = shutil.which("kcat")
+    if path is None:
+        pytest.fail(
+            "kcat is not installed, and the kcat interop cross-checks need it: "
+            "apt-get install kcat (Debian/Ubuntu; scripts/test.sh does this), or brew install kcat",
+            pytrace=False,
+        )
+    return path
+
+
 # -- producers -------------------------------------------------------------------------
 def confluent_create_topic(bootstrap: str, topic: str) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
@@ -112,7 +124,7 @@ def kcat_produce(bootstrap: str, topic: str, recs: list[tuple[str, str]], codec:
     data = "".join(f"{k}\t{v}\n" for k, v in recs)
     r = subprocess.run(
         [
-            "kcat",
+            kcat(),
             "-b",
             bootstrap,
             "-P",
@@ -174,7 +186,7 @@ def kafka_python_consume(bootstrap: str, topic: str, n: int) -> Placed:
 
 def kcat_consume(bootstrap: str, topic: str) -> Placed:
     r = subprocess.run(
-        ["kcat", "-b", bootstrap, "-C", "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%k\t%s\t%p\t%o\n"],
+        [kcat(), "-b", bootstrap, "-C", "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%k\t%s\t%p\t%o\n"],
         capture_output=True,
         text=True,
         timeout=DEADLINE_S,
@@ -200,9 +212,6 @@ def check(placed: Placed, got: Placed, recs: list[tuple[str, str]]) -> None:
         assert sorted(offs) == list(range(len(offs)))
 
 
-needs_kcat = pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is not installed")
-
-
 @pytest.mark.parametrize("codec", ["lz4", "zstd"])
 def test_confluent_produce_and_consume(cluster: ThreadedCluster, codec: str) -> None:
     bs = cluster.bootstrap
@@ -211,8 +220,7 @@ def test_confluent_produce_and_consume(cluster: ThreadedCluster, codec: str) -> 
     placed = confluent_produce(bs, "cf", recs, codec)
     check(placed, confluent_consume(bs, "cf", N), recs)
     check(placed, kafka_python_consume(bs, "cf", N), recs)
-    if shutil.which("kcat"):
-        check(placed, kcat_consume(bs, "cf"), recs)
+    check(placed, kcat_consume(bs, "cf"), recs)
 
 
 @pytest.mark.parametrize("codec", ["lz4", "zstd"])
@@ -225,7 +233,6 @@ def test_kafka_python_produce_and_consume(cluster: ThreadedCluster, codec: str) 
     check(placed, confluent_consume(bs, "kp", N), recs)
 
 
-@needs_kcat
 @pytest.mark.parametrize("codec", ["lz4", "zstd"])
 def test_kcat_produce_and_consume(cluster: ThreadedCluster, codec: str) -> None:
     bs = cluster.bootstrap
@@ -237,18 +244,18 @@ def test_kcat_produce_and_consume(cluster: ThreadedCluster, codec: str) -> None:
     check(got, confluent_consume(bs, "kc", N), recs)
 
 
-@needs_kcat
 def test_kcat_lists_the_cluster(cluster: ThreadedCluster) -> None:
     bs = cluster.bootstrap
     confluent_create_topic(bs, "listed")
     n = len(bs.split(","))
-    r = subprocess.run(["kcat", "-b", bs, "-L"], capture_output=True, text=True, timeout=DEADLINE_S)
+    r = subprocess.run([kcat(), "-b", bs, "-L"], capture_output=True, text=True, timeout=DEADLINE_S)
     assert r.returncode == 0, r.stderr
     assert f" {n} brokers:" in r.stdout
     for i in range(1, n + 1):
         assert f"broker {i} at 127.0.0.1:" in r.stdout
     assert 'topic "listed" with 6 partitions:' in r.stdout
-    r = subprocess.run(["kcat", "-b", bs, "-L", "-J"], capture_output=True, text=True, timeout=DEADLINE_S)
+    r = subprocess.run([kcat(), "-b", bs, "-L", "-J"], capture_output=True, text=True, timeout=DEADLINE_S)
+    assert r.returncode == 0, r.stderr
     import json
 
     md = json.loads(r.stdout)
