@@ -1,4 +1,5 @@
-"""Consumer against the embedded broker: assignment, iteration, getmany, seek, pause, lookups."""
+"""Consumer against a broker (embedded, or Apache Kafka with --kafka=apache): assignment,
+iteration, getmany, seek, pause, lookups."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ import re
 from collections.abc import Awaitable, Callable
 
 import pytest
-from fetch_testlib import fill, produce_raw, take
+from fetch_testlib import fill, produce_raw, sent_requests, take
 
 from aiokafka_lite import errors as E
+from aiokafka_lite.admin import Admin
 from aiokafka_lite.broker import EmbeddedCluster
 from aiokafka_lite.fetch import Consumer
 from aiokafka_lite.net import Client
@@ -24,8 +26,10 @@ T1 = TopicPartition("t", 1)
 async def test_manual_assignment_across_three_brokers(kafka_cluster_factory: Factory) -> None:
     cluster = await kafka_cluster_factory(brokers=3)
     cluster.create_topic("t", 6)
-    leaders = {cluster.topic("t").partitions[p].leader_id for p in range(6)}
-    assert len(leaders) == 3  # the partitions really are spread over the brokers
+    async with Admin(cluster.bootstrap) as admin:
+        desc = (await admin.describe_topics(["t"])).raise_errors()["t"]
+    # The partitions really are spread over the brokers.
+    assert {p.leader for p in desc.partitions} == {1, 2, 3}
     tps = [TopicPartition("t", p) for p in range(6)]
     await fill(cluster.bootstrap, {tp: 40 + tp.partition for tp in tps}, batch=9)
     async with Consumer(cluster.bootstrap, auto_offset_reset="earliest") as consumer:
@@ -253,29 +257,31 @@ async def test_not_started_and_bad_options() -> None:
 
 
 async def test_fetch_request_carries_options(kafka_cluster: EmbeddedCluster) -> None:
+    from aiokafka_lite.net.api_versions import CLIENT_API_VERSIONS
     from aiokafka_lite.wire.messages import FetchRequest
 
     kafka_cluster.create_topic("t", 2)
     await fill(kafka_cluster.bootstrap, {T0: 3})
-    with kafka_cluster.record_requests(FetchRequest) as rec:
-        async with Consumer(
-            kafka_cluster.bootstrap,
-            auto_offset_reset="earliest",
-            fetch_min_bytes=7,
-            fetch_max_wait_ms=60,
-            fetch_max_bytes=5000,
-            max_partition_fetch_bytes=1500,
-            isolation_level="read_committed",
-            client_rack="rack-a",
-        ) as consumer:
+    async with Consumer(
+        kafka_cluster.bootstrap,
+        auto_offset_reset="earliest",
+        fetch_min_bytes=7,
+        fetch_max_wait_ms=60,
+        fetch_max_bytes=5000,
+        max_partition_fetch_bytes=1500,
+        isolation_level="read_committed",
+        client_rack="rack-a",
+    ) as consumer:
+        with sent_requests(consumer.client, FetchRequest) as sent:
             consumer.assign([T0, T1])
             await take(consumer, 3)
-    req = rec.requests[0].request
-    assert isinstance(req, FetchRequest)
+        broker_max = (await consumer.client.connection(1)).api_versions[FetchRequest.API_KEY][1]
+    req = sent[0].request
     assert (req.min_bytes, req.max_wait_ms, req.isolation_level, req.rack_id) == (7, 60, 1, "rack-a")
     assert req.max_bytes <= 5000
     assert {p.partition_max_bytes for t in req.topics for p in t.partitions} == {1500}
-    assert rec.requests[0].api_version == FetchRequest.MAX_VERSION  # highest version both sides support
+    # The highest version both sides support.
+    assert sent[0].version == min(CLIENT_API_VERSIONS[FetchRequest.API_KEY], broker_max)
 
 
 async def test_topic_subscription_before_the_topic_exists(kafka_cluster: EmbeddedCluster) -> None:

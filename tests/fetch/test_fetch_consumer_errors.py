@@ -1,5 +1,7 @@
-"""Consumer error paths on the embedded broker: out of range, leader moves, KIP-320
-truncation, oversized records, corrupt batches."""
+"""Consumer error paths: out of range, broker restarts and leader moves, KIP-320 truncation,
+oversized records, corrupt batches. Leader moves on request, truncation and corruption
+need the embedded broker's control API; the rest also runs against Apache Kafka, where a
+leader moves because its broker stops."""
 
 from __future__ import annotations
 
@@ -8,9 +10,10 @@ import logging
 from collections.abc import Awaitable, Callable
 
 import pytest
-from fetch_testlib import fill, produce_raw, take
+from fetch_testlib import fill, produce_raw, sent_requests, take
 
 from aiokafka_lite import errors as E
+from aiokafka_lite.admin import Admin
 from aiokafka_lite.broker import EmbeddedCluster
 from aiokafka_lite.broker.log import PartitionLog
 from aiokafka_lite.fetch import Consumer
@@ -30,7 +33,8 @@ def plog(cluster: EmbeddedCluster, tp: TopicPartition = T0) -> PartitionLog:
 async def test_out_of_range_earliest_and_latest(kafka_cluster: EmbeddedCluster) -> None:
     kafka_cluster.create_topic("t", 1)
     await fill(kafka_cluster.bootstrap, {T0: 10}, batch=5)
-    plog(kafka_cluster).delete_records_before(5)
+    async with Admin(kafka_cluster.bootstrap) as admin:
+        (await admin.delete_records({T0: 5})).raise_errors()
     async with Consumer(kafka_cluster.bootstrap, auto_offset_reset="earliest", **FAST) as consumer:
         consumer.assign([T0])
         consumer.seek(T0, 2)  # below the log start now
@@ -67,6 +71,7 @@ async def test_out_of_range_none_raises_until_seek(kafka_cluster: EmbeddedCluste
         assert [r.offset for r in await take(consumer, 2)] == [8, 9]
 
 
+@pytest.mark.kafka_embedded  # injected errors
 async def test_not_leader_errors_resume_from_same_position(kafka_cluster: EmbeddedCluster) -> None:
     kafka_cluster.create_topic("t", 1)
     await fill(kafka_cluster.bootstrap, {T0: 10}, batch=3)
@@ -84,6 +89,46 @@ async def test_not_leader_errors_resume_from_same_position(kafka_cluster: Embedd
         assert [r.value for r in rest] == [b"t-0-%d" % i for i in range(10, 30)]
 
 
+async def test_consumption_continues_across_a_broker_restart(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic("t", 1)
+    await fill(kafka_cluster.bootstrap, {T0: 10}, batch=3)
+    async with Consumer(kafka_cluster.bootstrap, auto_offset_reset="earliest", **FAST) as consumer:
+        consumer.assign([T0])
+        first = await take(consumer, 10)
+        await kafka_cluster.restart_broker(1)
+        async with Client(kafka_cluster.bootstrap) as client:
+            for i in range(10, 20):
+                await produce_raw(client, T0, [(None, b"t-0-%d" % i)])
+        rest = await take(consumer, 10, limit_s=60)
+    assert [r.offset for r in first + rest] == list(range(20))
+    assert [r.value for r in rest] == [b"t-0-%d" % i for i in range(10, 20)]
+
+
+async def test_stopped_leader_the_consumer_validates_its_position_with_the_new_one(
+    kafka_cluster_factory: Factory,
+) -> None:
+    cluster = await kafka_cluster_factory(brokers=3)
+    cluster.create_topic("t", 1, replication_factor=3)
+    await fill(cluster.bootstrap, {T0: 20}, batch=4)
+    async with Admin(cluster.bootstrap) as admin:
+        (old,) = (await admin.describe_topics(["t"])).raise_errors()["t"].partitions
+    async with Consumer(cluster.bootstrap, auto_offset_reset="earliest", **FAST) as consumer:
+        consumer.assign([T0])
+        first = await take(consumer, 20)
+        assert [r.offset for r in first] == list(range(20))
+        with sent_requests(consumer.client, OffsetForLeaderEpochRequest) as validations:
+            await cluster.stop_broker(old.leader)  # its partitions move to the other replicas
+            async with Client(cluster.bootstrap) as client:
+                await produce_raw(client, T0, [(None, b"after-move")])
+            got = await take(consumer, 1, limit_s=60)
+        assert (got[0].offset, got[0].value) == (20, b"after-move")
+        before, after = first[-1].leader_epoch, got[0].leader_epoch
+        assert before is not None and after is not None and after > before
+        assert validations, "position was not validated with OffsetForLeaderEpoch after the leader change"
+        assert all(v.node_id != old.leader for v in validations)
+
+
+@pytest.mark.kafka_embedded  # moves a leader on request and watches the broker's side
 async def test_leader_move_validates_position(kafka_cluster_factory: Factory) -> None:
     cluster = await kafka_cluster_factory(brokers=3)
     cluster.create_topic("t", 1)
@@ -114,6 +159,7 @@ def _truncate(log: PartitionLog, offset: int) -> None:
     log.log_end_offset = offset
 
 
+@pytest.mark.kafka_embedded  # truncates the broker's log
 @pytest.mark.parametrize("reset", ["earliest", "none"])
 async def test_log_truncation_is_detected(
     kafka_cluster: EmbeddedCluster, reset: str, caplog: pytest.LogCaptureFixture
@@ -164,6 +210,7 @@ async def test_record_larger_than_partition_limit_still_progresses(kafka_cluster
         assert [len(r.value) for r in got] == [5, 20000, 30000, 1]
 
 
+@pytest.mark.kafka_embedded  # corrupts a stored batch
 async def test_corrupt_batch_raises_and_seek_recovers(kafka_cluster: EmbeddedCluster) -> None:
     kafka_cluster.create_topic("t", 1)
     await fill(kafka_cluster.bootstrap, {T0: 15}, batch=5)

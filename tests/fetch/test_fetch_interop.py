@@ -1,25 +1,28 @@
 """Consuming what other clients wrote: kafka-python, confluent-kafka (every codec and
-transactions, for read_committed) and our own producer."""
+transactions, for read_committed) and our own producer.
+
+The blocking clients run in worker threads (``asyncio.to_thread``), so the test's event
+loop, and the embedded broker in it, keep serving; with --kafka=apache the session's
+Apache Kafka serves them."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import uuid
 from typing import Any
 
 import pytest
 from fetch_testlib import take
 
+from aiokafka_lite.broker import EmbeddedCluster
 from aiokafka_lite.fetch import Consumer, Record
 from aiokafka_lite.produce import Producer
 from aiokafka_lite.structs import TopicPartition
-from aiokafka_lite.testing.threaded import ThreadedCluster
 
 pytestmark = pytest.mark.interop
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 N = 200
-ThreadedFactory = Callable[..., ThreadedCluster]
 
 
 def expected(tag: str) -> list[tuple[bytes, bytes]]:
@@ -65,30 +68,28 @@ def produce_kafka_python(bootstrap: str, topic: str, codec: str | None) -> None:
 
 
 @pytest.mark.parametrize("codec", CODECS)
-async def test_confluent_kafka_every_codec(
-    kafka_threaded_cluster_factory: ThreadedFactory, codec: str
-) -> None:
-    tc = kafka_threaded_cluster_factory(topics={"c": 3})
-    await asyncio.to_thread(produce_confluent, tc.bootstrap, "c", codec)
-    recs = await read_all(tc.bootstrap, "c", N)
+async def test_confluent_kafka_every_codec(kafka_cluster: EmbeddedCluster, codec: str) -> None:
+    kafka_cluster.create_topic("c", 3)
+    await asyncio.to_thread(produce_confluent, kafka_cluster.bootstrap, "c", codec)
+    recs = await read_all(kafka_cluster.bootstrap, "c", N)
     check(recs, codec)
     assert all(r.headers == (("codec", codec.encode()),) for r in recs)
 
 
 @pytest.mark.parametrize("codec", [None, "gzip", "lz4", "zstd"])
-async def test_kafka_python(kafka_threaded_cluster_factory: ThreadedFactory, codec: str | None) -> None:
-    tc = kafka_threaded_cluster_factory(topics={"k": 2})
-    await asyncio.to_thread(produce_kafka_python, tc.bootstrap, "k", codec)
-    check(await read_all(tc.bootstrap, "k", N), f"kp-{codec}")
+async def test_kafka_python(kafka_cluster: EmbeddedCluster, codec: str | None) -> None:
+    kafka_cluster.create_topic("k", 2)
+    await asyncio.to_thread(produce_kafka_python, kafka_cluster.bootstrap, "k", codec)
+    check(await read_all(kafka_cluster.bootstrap, "k", N), f"kp-{codec}")
 
 
-async def test_our_producer(kafka_threaded_cluster_factory: ThreadedFactory) -> None:
-    tc = kafka_threaded_cluster_factory(topics={"o": 3})
-    async with Producer(tc.bootstrap, compression="lz4", linger_ms=5) as producer:
+async def test_our_producer(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic("o", 3)
+    async with Producer(kafka_cluster.bootstrap, compression="lz4", linger_ms=5) as producer:
         for key, value in expected("ours"):
             await producer.enqueue("o", value, key=key)
         await producer.flush()
-    check(await read_all(tc.bootstrap, "o", N), "ours")
+    check(await read_all(kafka_cluster.bootstrap, "o", N), "ours")
 
 
 def produce_transactions(bootstrap: str, topic: str) -> list[tuple[int, bool, list[bytes]]]:
@@ -98,8 +99,9 @@ def produce_transactions(bootstrap: str, topic: str) -> list[tuple[int, bool, li
     """
     from confluent_kafka import Producer as CProducer
 
+    run = uuid.uuid4().hex[:6]  # fresh transactional ids: the session's Apache Kafka keeps old ones
     producers = [
-        CProducer({"bootstrap.servers": bootstrap, "transactional.id": f"txn-{i}", "linger.ms": 5})
+        CProducer({"bootstrap.servers": bootstrap, "transactional.id": f"txn-{i}-{run}", "linger.ms": 5})
         for i in range(2)
     ]
     plain = CProducer({"bootstrap.servers": bootstrap, "linger.ms": 0})
@@ -126,17 +128,16 @@ def produce_transactions(bootstrap: str, topic: str) -> list[tuple[int, bool, li
     return log
 
 
-async def test_read_committed_with_confluent_transactions(
-    kafka_threaded_cluster_factory: ThreadedFactory,
-) -> None:
-    tc = kafka_threaded_cluster_factory(topics={"tx": 1})
-    log = await asyncio.to_thread(produce_transactions, tc.bootstrap, "tx")
+async def test_read_committed_with_confluent_transactions(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic("tx", 1)
+    bootstrap = kafka_cluster.bootstrap
+    log = await asyncio.to_thread(produce_transactions, bootstrap, "tx")
     committed = {v for _, ok, vals in log if ok for v in vals}
     everything = {v for _, _, vals in log for v in vals}
     assert len(everything - committed) == 30  # half of the transactional writes were aborted
     tp = TopicPartition("tx", 0)
     async with Consumer(
-        tc.bootstrap, isolation_level="read_committed", auto_offset_reset="earliest", fetch_max_wait_ms=100
+        bootstrap, isolation_level="read_committed", auto_offset_reset="earliest", fetch_max_wait_ms=100
     ) as c:
         c.assign([tp])
         recs = await take(c, len(committed), limit_s=30)
@@ -148,22 +149,21 @@ async def test_read_committed_with_confluent_transactions(
         assert await c.getmany(timeout_ms=300) == {}
         end = (await c.end_offsets([tp]))[tp]
         assert await c.position(tp) == end  # moved past the final commit/abort markers
-    async with Consumer(tc.bootstrap, auto_offset_reset="earliest", fetch_max_wait_ms=100) as c:
+    async with Consumer(bootstrap, auto_offset_reset="earliest", fetch_max_wait_ms=100) as c:
         c.assign([tp])
         recs = await take(c, len(everything), limit_s=30)
         assert {r.value for r in recs} == everything  # read_uncommitted sees aborted data, never markers
         assert all(not r.value.startswith(b"\x00\x00") for r in recs)
 
 
-async def test_read_committed_stops_at_last_stable_offset(
-    kafka_threaded_cluster_factory: ThreadedFactory,
-) -> None:
+async def test_read_committed_stops_at_last_stable_offset(kafka_cluster: EmbeddedCluster) -> None:
     from confluent_kafka import Producer as CProducer
 
-    tc = kafka_threaded_cluster_factory(topics={"lso": 1})
+    kafka_cluster.create_topic("lso", 1)
+    bootstrap = kafka_cluster.bootstrap
     tp = TopicPartition("lso", 0)
-    plain = CProducer({"bootstrap.servers": tc.bootstrap})
-    txn = CProducer({"bootstrap.servers": tc.bootstrap, "transactional.id": "lso-txn"})
+    plain = CProducer({"bootstrap.servers": bootstrap})
+    txn = CProducer({"bootstrap.servers": bootstrap, "transactional.id": f"lso-txn-{uuid.uuid4().hex[:6]}"})
 
     def open_transaction() -> None:
         for i in range(3):
@@ -179,7 +179,7 @@ async def test_read_committed_stops_at_last_stable_offset(
 
     await asyncio.to_thread(open_transaction)
     async with Consumer(
-        tc.bootstrap, isolation_level="read_committed", auto_offset_reset="earliest", fetch_max_wait_ms=50
+        bootstrap, isolation_level="read_committed", auto_offset_reset="earliest", fetch_max_wait_ms=50
     ) as c:
         c.assign([tp])
         got = [r.value for r in await take(c, 3)]

@@ -1,11 +1,13 @@
-"""KIP-227 fetch sessions against the embedded broker: incremental requests on the wire,
-session eviction, and equality with sessionless fetching."""
+"""KIP-227 fetch sessions against a broker: incremental requests (recorded as the consumer
+sends them, so the checks hold against Apache Kafka too), session eviction (embedded
+broker only), and equality with sessionless fetching."""
 
 from __future__ import annotations
 
 import asyncio
 
-from fetch_testlib import fill, produce_raw, take
+import pytest
+from fetch_testlib import Sent, fill, produce_raw, sent_requests, take
 
 from aiokafka_lite import errors as E
 from aiokafka_lite.broker import EmbeddedCluster
@@ -26,6 +28,10 @@ def fetches(rec: object) -> list[FetchRequest]:
     return out
 
 
+def requests(sent: list[Sent[FetchRequest]]) -> list[FetchRequest]:
+    return [s.request for s in sent]
+
+
 def listed(req: FetchRequest) -> int:
     return sum(len(t.partitions) for t in req.topics)
 
@@ -39,14 +45,14 @@ async def trickle(bootstrap: str, tp: TopicPartition, n: int) -> None:
 
 async def test_incremental_requests_are_sent(kafka_cluster: EmbeddedCluster) -> None:
     kafka_cluster.create_topic("t", 4)
-    with kafka_cluster.record_requests(FetchRequest) as rec:
-        async with Consumer(kafka_cluster.bootstrap, auto_offset_reset="earliest", **FAST) as consumer:
+    async with Consumer(kafka_cluster.bootstrap, auto_offset_reset="earliest", **FAST) as consumer:
+        with sent_requests(consumer.client, FetchRequest) as sent:
             consumer.assign(TPS)
             producer = asyncio.create_task(trickle(kafka_cluster.bootstrap, TPS[0], 20))
             got = await take(consumer, 20)
             await producer
             assert [r.value for r in got] == [b"v%d" % i for i in range(20)]
-            reqs = fetches(rec)
+            reqs = requests(sent)
             assert reqs[0].session_id == 0 and reqs[0].session_epoch == 0 and listed(reqs[0]) == 4
             incremental = [r for r in reqs if r.session_epoch > 0]
             assert len(incremental) >= 5
@@ -59,20 +65,21 @@ async def test_incremental_requests_are_sent(kafka_cluster: EmbeddedCluster) -> 
             assert any(listed(r) == 1 for r in incremental)
 
             # Pausing removes a partition from the session (forgotten topics); resuming re-adds it.
-            rec.clear()
+            sent.clear()
             consumer.pause(TPS[2])
             await trickle(kafka_cluster.bootstrap, TPS[1], 1)
             assert (await take(consumer, 1))[0].partition == 1
-            forgot = [r for r in fetches(rec) if r.forgotten_topics_data]
+            forgot = [r for r in requests(sent) if r.forgotten_topics_data]
             assert forgot and forgot[0].session_epoch > 0
-            topic_id = kafka_cluster.topic("t").topic_id  # Fetch v13+ names topics by id
+            topic_id = consumer.client.cluster.topic_id("t")  # Fetch v13+ names topics by id
+            assert topic_id is not None
             assert [(f.topic_id, f.partitions) for f in forgot[0].forgotten_topics_data] == [(topic_id, [2])]
-            rec.clear()
+            sent.clear()
             consumer.resume(TPS[2])
             await trickle(kafka_cluster.bootstrap, TPS[2], 1)
             assert (await take(consumer, 1))[0].partition == 2
             readded = [
-                r for r in fetches(rec) if any(p.partition == 2 for t in r.topics for p in t.partitions)
+                r for r in requests(sent) if any(p.partition == 2 for t in r.topics for p in t.partitions)
             ]
             assert readded and readded[0].session_epoch > 0
             assert consumer.fetcher is not None
@@ -80,6 +87,7 @@ async def test_incremental_requests_are_sent(kafka_cluster: EmbeddedCluster) -> 
             assert session.incremental_requests >= 5 and session.resets == 0
 
 
+@pytest.mark.kafka_embedded  # evicts the broker's session, injects an epoch error
 async def test_session_eviction_falls_back_to_full_fetch(kafka_cluster: EmbeddedCluster) -> None:
     kafka_cluster.create_topic("t", 4)
     await fill(kafka_cluster.bootstrap, {tp: 5 for tp in TPS})
@@ -125,7 +133,8 @@ async def fill_more(bootstrap: str, start: int = 5) -> None:
             await produce_raw(client, tp, [(None, b"m%d" % (start + i)) for i in range(2)])
 
 
-async def consume_all(bootstrap: str, sessions: bool, n: int) -> list[Record]:
+async def consume_all(bootstrap: str, sessions: bool, n: int) -> tuple[list[Record], list[FetchRequest]]:
+    """The first ``n`` records, and the Fetch requests it took to read them."""
     async with Consumer(
         bootstrap,
         auto_offset_reset="earliest",
@@ -133,8 +142,9 @@ async def consume_all(bootstrap: str, sessions: bool, n: int) -> list[Record]:
         max_partition_fetch_bytes=300,
         **FAST,
     ) as consumer:
-        consumer.assign(TPS)
-        return await take(consumer, n)
+        with sent_requests(consumer.client, FetchRequest) as sent:
+            consumer.assign(TPS)
+            return await take(consumer, n), requests(sent)
 
 
 async def test_session_results_equal_sessionless(kafka_cluster: EmbeddedCluster) -> None:
@@ -142,12 +152,8 @@ async def test_session_results_equal_sessionless(kafka_cluster: EmbeddedCluster)
     counts = {tp: 30 + 7 * tp.partition for tp in TPS}
     await fill(kafka_cluster.bootstrap, counts, batch=3)
     total = sum(counts.values())
-    with kafka_cluster.record_requests(FetchRequest) as rec:
-        with_sessions = await consume_all(kafka_cluster.bootstrap, True, total)
-        used = fetches(rec)
-        rec.clear()
-        without = await consume_all(kafka_cluster.bootstrap, False, total)
-        sessionless = fetches(rec)
+    with_sessions, used = await consume_all(kafka_cluster.bootstrap, True, total)
+    without, sessionless = await consume_all(kafka_cluster.bootstrap, False, total)
     assert any(r.session_epoch > 0 and listed(r) < 4 for r in used)
     assert sessionless and all(r.session_id == 0 and r.session_epoch == -1 for r in sessionless)
 
