@@ -12,6 +12,7 @@ from aiokafka_lite import errors as E
 from aiokafka_lite.broker.cluster import EmbeddedCluster
 from aiokafka_lite.net import Client
 from aiokafka_lite.produce import Producer, RecordMetadata, key_partition
+from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.messages import ProduceRequest
 
 
@@ -187,6 +188,7 @@ async def test_retries_zero_without_idempotence_fails_fast(kafka_cluster: Embedd
             await producer.send("z", b"v")
 
 
+@pytest.mark.kafka_embedded
 async def test_delivery_timeout_expires_records(kafka_cluster: EmbeddedCluster) -> None:
     kafka_cluster.create_topic("d", 1)
     async with Producer(
@@ -198,10 +200,78 @@ async def test_delivery_timeout_expires_records(kafka_cluster: EmbeddedCluster) 
     ) as producer:
         await producer.send("d", b"warm-up")
         kafka_cluster.inject_error(ProduceRequest, E.NotEnoughReplicasError.code, count=None)
-        with pytest.raises(E.KafkaTimeoutError, match="delivery_timeout_ms"):
+        # Retried until the deadline: the record fails with the timeout or, if the deadline
+        # passed while a retry was in flight, with the broker's answer itself (as in Java).
+        with pytest.raises((E.KafkaTimeoutError, E.NotEnoughReplicasError)):
             await producer.send("d", b"v")
         kafka_cluster.clear_faults()
         assert (await producer.send("d", b"after")).offset >= 1
+
+
+@pytest.mark.kafka_embedded
+async def test_expired_record_says_why_it_was_retried(kafka_cluster: EmbeddedCluster) -> None:
+    kafka_cluster.create_topic("why", 1)
+    async with Producer(
+        kafka_cluster.bootstrap,
+        delivery_timeout_ms=400,
+        request_timeout_ms=300,
+        linger_ms=0,
+        retry_backoff_ms=2000,  # the retry would come after the deadline: it expires queued
+        retry_backoff_max_ms=2000,
+    ) as producer:
+        await producer.send("why", b"warm-up")
+        kafka_cluster.inject_error(ProduceRequest, E.NotEnoughReplicasError.code, count=None)
+        with pytest.raises(E.KafkaTimeoutError, match="delivery_timeout_ms") as info:
+            await producer.send("why", b"v")
+        kafka_cluster.clear_faults()
+    err = info.value
+    assert isinstance(err.__cause__, E.NotEnoughReplicasError)
+    assert "why-0 (queued)" in str(err)
+    assert "last error: [Error 19] NOT_ENOUGH_REPLICAS: why-0" in str(err)
+
+
+async def test_too_few_in_sync_replicas_time_out_naming_not_enough_replicas(
+    kafka_cluster_factory, kafka_mode: str, request: pytest.FixtureRequest
+) -> None:  # type: ignore[no-untyped-def]
+    if kafka_mode == "embedded":
+        # Strict: once the embedded broker enforces the setting, this marker must go.
+        request.applymarker(
+            pytest.mark.xfail(reason="the embedded broker does not enforce min.insync.replicas", strict=True)
+        )
+    # Kafka caps min.insync.replicas at the replication factor, so it takes replicas that
+    # fell out of sync: replication factor 3, all 3 required, one broker stopped (three
+    # brokers keep a controller quorum). acks=all writes are then refused with
+    # NOT_ENOUGH_REPLICAS, a retriable error, until delivery_timeout_ms.
+    cluster = await kafka_cluster_factory(brokers=3)
+    cluster.create_topic("isr", 1, replication_factor=3, configs={"min.insync.replicas": "3"})
+    tp = TopicPartition("isr", 0)
+    async with Producer(cluster.bootstrap, acks="all") as settle:  # default timeouts: the cluster is new
+        assert (await settle.send("isr", b"all replicas in sync")).offset == 0
+    async with Producer(
+        cluster.bootstrap,
+        acks="all",
+        delivery_timeout_ms=3000,
+        request_timeout_ms=2000,
+        linger_ms=0,
+        retry_backoff_ms=6000,  # the retry would come after the deadline: it expires queued
+        retry_backoff_max_ms=6000,
+    ) as producer:
+        await producer.partitions_for("isr")
+        replicas = producer.client.cluster.partition(tp)
+        assert replicas is not None and len(replicas.isr) == 3
+        follower = next(n for n in replicas.replicas if n != replicas.leader)
+        await cluster.stop_broker(follower)
+        async with asyncio.timeout(60):
+            while True:
+                partition = (await producer.client.refresh_metadata(["isr"])).partition(tp)
+                if partition is not None and follower not in partition.isr:
+                    break
+                await asyncio.sleep(0.1)
+        with pytest.raises(E.KafkaTimeoutError, match="delivery_timeout_ms") as info:
+            await producer.send("isr", b"v")
+    err = info.value
+    assert isinstance(err.__cause__, E.NotEnoughReplicasError)
+    assert "last error: [Error 19] NOT_ENOUGH_REPLICAS: isr-0" in str(err)
 
 
 async def test_linger_collects_records_into_one_request(kafka_cluster: EmbeddedCluster) -> None:

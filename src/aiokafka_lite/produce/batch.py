@@ -54,6 +54,7 @@ class ProducerBatch:
         "is_done",
         "is_transactional",
         "last_attempt_ms",
+        "last_error",
         "limit",
         "log_append_time",
         "producer_epoch",
@@ -95,6 +96,9 @@ class ProducerBatch:
         self.base_offset = -1
         self.log_append_time = -1
         self.error: BaseException | None = None
+        #: Why the last attempt failed, while the batch waits to be retried: the cause a
+        #: delivery timeout reports.
+        self.last_error: BaseException | None = None
         #: After a split: ``(child batch, index of its first record here)`` in order.
         self.children: list[tuple[ProducerBatch, int]] | None = None
         self._pending_children = 0

@@ -513,6 +513,7 @@ class Sender:
                 "%s-%d: retrying batch (attempt %d) after %s", tp.topic, tp.partition, batch.attempts, error
             )
             self.batches_retried += 1
+            batch.last_error = error
             self._acc.reenqueue(batch, now)
             return
         if cause is not None:
@@ -540,11 +541,21 @@ class Sender:
     def _expire(self, batch: ProducerBatch, now: float, *, in_flight: bool) -> None:
         tp = batch.tp
         where = "in flight" if in_flight else "queued"
-        err = E.KafkaTimeoutError(
+        message = (
             f"expiring {batch.count} record(s) for {tp.topic}-{tp.partition} ({where}): "
             f"{now - batch.created_ms:.0f} ms has passed since batch creation (delivery_timeout_ms="
             f"{self._cfg.delivery_timeout_ms:g})"
         )
+        last = batch.last_error
+        if last is not None:
+            # Retried until the deadline: say why (the broker's answer, e.g. NOT_ENOUGH_REPLICAS
+            # while too few replicas are in sync), as the error's cause and in its message.
+            described = (
+                str(last) if isinstance(last, E.BrokerResponseError) else f"{type(last).__name__}: {last}"
+            )
+            message += f"; last error: {described}"
+        err = E.KafkaTimeoutError(message)
+        err.__cause__ = last
         if self._idem is not None and batch.has_sequence:
             # Sent at least once: the broker may have written it. Hold the partition
             # until everything in flight settles (see sequencing.py).
