@@ -7,15 +7,17 @@ Layout: ``partitioner`` (murmur2, uniform sticky, round robin), ``accumulator``
 into produce requests) and ``producer`` (the public class).
 """
 
-from .batch import BatchResult, RecordFuture, RecordMetadata
+from .batch import BatchResult, DeliveryFailedError, RecordFailure, RecordFuture, RecordMetadata
 from .config import ProducerConfig
 from .partitioner import key_partition, murmur2
 from .producer import Producer
 
 __all__ = [
     "BatchResult",
+    "DeliveryFailedError",
     "Producer",
     "ProducerConfig",
+    "RecordFailure",
     "RecordFuture",
     "RecordMetadata",
     "key_partition",

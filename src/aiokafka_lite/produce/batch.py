@@ -1,24 +1,40 @@
 """Producer batches and the per-record result handles built on them.
 
 A :class:`ProducerBatch` is the unit of everything after ``append``: memory accounting,
-sequencing, sending, retrying and completion. Records do not get their own future:
-a record is ``(batch, index)``, and its :class:`RecordMetadata` is computed from the
-batch's base offset only when somebody asks (``RecordFuture.result()``, ``await``).
-One asyncio future per batch is created lazily, the first time something waits.
+sequencing, sending, retrying and completion. Records do not get their own asyncio
+future: a record is ``(batch, index)``, and its :class:`RecordMetadata` is computed from
+the batch's base offset only when somebody asks (``RecordFuture.result()``, ``await``).
+
+:class:`RecordFuture` speaks asyncio's future protocol (``asyncio.isfuture`` is true), so
+``gather``, ``wait``, ``as_completed``, ``wait_for`` and ``shield`` use it as it is instead
+of wrapping each one in a Task. Its done-callbacks are kept per record but run per batch:
+when a batch completes (or when callbacks are added to records already done), one
+event-loop callback runs all of that batch's callbacks. Nothing is resolved record by
+record, so records nobody waits for cost nothing at completion.
 """
 
 from __future__ import annotations
 
 import asyncio
 import bisect
-from collections.abc import Callable, Generator, Iterator, Sequence
+import contextvars
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple, overload
 
-from aiokafka_lite.errors import IllegalStateError
+from aiokafka_lite.errors import IllegalStateError, KafkaError
 from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.records import BatchBuilder
 
-__all__ = ["BatchResult", "ProducerBatch", "RecordFuture", "RecordMetadata"]
+__all__ = [
+    "BatchResult",
+    "DeliveryFailedError",
+    "ProducerBatch",
+    "RecordFailure",
+    "RecordFuture",
+    "RecordMetadata",
+    "pending_batches",
+    "record_failures",
+]
 
 _NO_SEQUENCE = -1
 
@@ -39,8 +55,11 @@ class ProducerBatch:
 
     __slots__ = (
         "_callbacks",
+        "_loop",
         "_pending_children",
+        "_ready",
         "_waiters",
+        "_watchers",
         "attempts",
         "base_offset",
         "base_sequence",
@@ -104,6 +123,14 @@ class ProducerBatch:
         self._pending_children = 0
         self._waiters: list[asyncio.Future[None]] | None = None
         self._callbacks: list[Callable[[ProducerBatch], None]] | None = None
+        #: Record handles with done-callbacks registered while the batch was pending.
+        self._watchers: list[RecordFuture] | None = None
+        #: Record-handle callbacks due to run in the next ``_run_ready`` (one loop callback).
+        self._ready: (
+            list[tuple[Callable[[RecordFuture], object], RecordFuture, contextvars.Context]] | None
+        ) = None
+        #: The event loop the record handles of this batch belong to (set on first use).
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     # -- building ---------------------------------------------------------------------
 
@@ -196,6 +223,48 @@ class ProducerBatch:
             self._callbacks = None
             for cb in callbacks:
                 cb(self)
+        watchers = self._watchers
+        if watchers:
+            self._watchers = None
+            for handle in watchers:
+                handle._fire()
+
+    # -- record-handle callbacks (see RecordFuture) ----------------------------------------
+
+    def event_loop(self) -> asyncio.AbstractEventLoop:
+        """The loop this batch's record handles belong to: the running one, on first use."""
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        return loop
+
+    def _schedule(
+        self, fn: Callable[[RecordFuture], object], handle: RecordFuture, context: contextvars.Context
+    ) -> None:
+        """Run ``fn(handle)`` in ``context`` soon, from the event loop; every callback
+        scheduled on this batch before that runs in the same loop callback."""
+        ready = self._ready
+        if ready is None:
+            ready = self._ready = []
+            self.event_loop().call_soon(self._run_ready)
+        ready.append((fn, handle, context))
+
+    def _run_ready(self) -> None:
+        ready = self._ready
+        self._ready = None
+        if not ready:
+            return
+        for i, (fn, handle, context) in enumerate(ready):
+            try:
+                context.run(fn, handle)
+            except (SystemExit, KeyboardInterrupt):
+                for later in ready[i + 1 :]:  # as asyncio would: the rest still run later
+                    self._schedule(*later)
+                raise
+            except BaseException as exc:
+                self.event_loop().call_exception_handler(
+                    {"message": f"Exception in callback {fn!r}", "exception": exc, "future": handle}
+                )
 
     def add_done_callback(self, fn: Callable[[ProducerBatch], None]) -> None:
         """Call ``fn(batch)`` on completion (now if already done)."""
@@ -269,26 +338,62 @@ class ProducerBatch:
 
 
 class RecordFuture:
-    """Future-like handle of one enqueued record: ``await`` it for its
-    :class:`RecordMetadata` (or the delivery error). Cheap: two references, no task."""
+    """The outcome of one enqueued record: ``await`` it for its :class:`RecordMetadata`
+    (or the delivery error).
 
-    __slots__ = ("_batch", "_index")
+    It follows asyncio's future protocol, so ``asyncio.isfuture()`` is true and
+    ``asyncio.gather``, ``wait``, ``as_completed``, ``wait_for`` and ``shield`` take it as
+    it is (no Task per record). Unlike an ``asyncio.Future`` it holds no result of its
+    own: it is a view of the record in its batch, and costs nothing when the batch
+    completes unless callbacks were added. ``cancel()`` cancels this handle (as for any
+    asyncio future: the awaiting code gets ``CancelledError``), never the record, which
+    is still delivered. ``Producer.wait_all`` waits for many at once.
+    """
+
+    __slots__ = (
+        "_asyncio_future_blocking",
+        "_batch",
+        "_callbacks",
+        "_cancel_message",
+        "_cancelled",
+        "_index",
+    )
 
     def __init__(self, batch: ProducerBatch, index: int) -> None:
         self._batch = batch
         self._index = index
+        self._callbacks: list[tuple[Callable[[RecordFuture], object], contextvars.Context]] | None = None
+        self._cancelled = False
+        self._cancel_message: str | None = None
+        #: asyncio's protocol flag: True while ``__await__`` has yielded this handle to the
+        #: Task that waits on it.
+        self._asyncio_future_blocking = False
+
+    @property
+    def topic(self) -> str:
+        return self._batch.tp.topic
+
+    @property
+    def partition(self) -> int:
+        return self._batch.tp.partition
 
     def done(self) -> bool:
-        return self._batch.is_done
+        return self._batch.is_done or self._cancelled
 
     def cancelled(self) -> bool:
-        return False
+        return self._cancelled
 
     def result(self) -> RecordMetadata:
-        """The metadata; raises the delivery error, or ``InvalidStateError`` if pending."""
+        """The metadata; raises the delivery error, ``CancelledError`` if this handle was
+        cancelled, or ``InvalidStateError`` if the record is pending."""
+        if self._cancelled:
+            raise self._make_cancelled_error()
         return self._batch.metadata(self._index)
 
     def exception(self) -> BaseException | None:
+        """The delivery error, or None if delivered (raises like ``asyncio.Future``)."""
+        if self._cancelled:
+            raise self._make_cancelled_error()
         batch = self._batch
         if not batch.is_done:
             raise asyncio.InvalidStateError("record is not delivered yet")
@@ -296,23 +401,75 @@ class RecordFuture:
             batch = batch.locate(self._index)[0]
         return batch.error
 
-    def add_done_callback(self, fn: Callable[[RecordFuture], Any]) -> None:
-        """Schedule ``fn(self)`` once the record is delivered or failed. Like asyncio
-        futures, callbacks run from the event loop (``call_soon``), never inside the
-        producer's own code, so they may freely call the producer again."""
-        loop = asyncio.get_running_loop()
+    def get_loop(self) -> asyncio.AbstractEventLoop:
+        return self._batch.event_loop()
 
-        def schedule(_batch: ProducerBatch) -> None:
-            loop.call_soon(fn, self)
+    def add_done_callback(
+        self, fn: Callable[[RecordFuture], object], *, context: contextvars.Context | None = None
+    ) -> None:
+        """Schedule ``fn(self)`` once the record is delivered or failed (or this handle
+        cancelled). As with asyncio futures, callbacks run from the event loop, in
+        ``context`` (default: a copy of the current one), never inside the producer's
+        own code, so they may freely call the producer again."""
+        if context is None:
+            context = contextvars.copy_context()
+        batch = self._batch
+        if batch.is_done or self._cancelled:
+            batch._schedule(fn, self, context)
+            return
+        callbacks = self._callbacks
+        if callbacks is None:
+            self._callbacks = [(fn, context)]
+            watchers = batch._watchers
+            if watchers is None:
+                batch._watchers = [self]
+            else:
+                watchers.append(self)
+        else:
+            callbacks.append((fn, context))
 
-        self._batch.add_done_callback(schedule)
+    def remove_done_callback(self, fn: Callable[[RecordFuture], object]) -> int:
+        """Remove every pending registration of ``fn``; returns how many were removed."""
+        callbacks = self._callbacks
+        if not callbacks:
+            return 0
+        kept = [entry for entry in callbacks if entry[0] != fn]
+        removed = len(callbacks) - len(kept)
+        if removed:
+            self._callbacks = kept
+        return removed
+
+    def cancel(self, msg: str | None = None) -> bool:
+        """Stop waiting through this handle: it becomes cancelled and its callbacks run.
+        The record itself is not withdrawn. False if the record's outcome is known."""
+        if self.done():
+            return False
+        self._cancelled = True
+        self._cancel_message = msg
+        self._fire()
+        return True
+
+    def _make_cancelled_error(self) -> asyncio.CancelledError:
+        return asyncio.CancelledError("" if self._cancel_message is None else self._cancel_message)
+
+    def _fire(self) -> None:
+        """Hand this handle's callbacks to its batch to run (it is done or cancelled)."""
+        callbacks = self._callbacks
+        if callbacks:
+            self._callbacks = None
+            batch = self._batch
+            for fn, context in callbacks:
+                batch._schedule(fn, self, context)
 
     def as_future(self) -> asyncio.Future[RecordMetadata]:
         """A real ``asyncio.Future`` with the same outcome (for APIs that need one)."""
-        fut: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
+        fut: asyncio.Future[RecordMetadata] = self.get_loop().create_future()
 
         def resolve(rf: RecordFuture) -> None:
             if fut.done():
+                return
+            if rf.cancelled():
+                fut.cancel(rf._cancel_message)
                 return
             exc = rf.exception()
             if exc is not None:
@@ -324,14 +481,23 @@ class RecordFuture:
         return fut
 
     def __await__(self) -> Generator[Any, None, RecordMetadata]:
-        batch = self._batch
-        if not batch.is_done:
-            yield from batch.waiter().__await__()
-        return batch.metadata(self._index)
+        if not self.done():
+            self._asyncio_future_blocking = True
+            yield self  # the Task waits for it (add_done_callback), as for asyncio futures
+            if not self.done():
+                raise RuntimeError("await wasn't used with future")
+        return self.result()
+
+    __iter__ = __await__
 
     def __repr__(self) -> str:
         batch = self._batch
-        state = "pending" if not batch.is_done else ("failed" if self.exception() else "done")
+        if self._cancelled:
+            state = "cancelled"
+        elif not batch.is_done:
+            state = "pending"
+        else:
+            state = "failed" if self.exception() is not None else "done"
         return f"<RecordFuture {batch.tp.topic}-{batch.tp.partition} #{self._index} {state}>"
 
 
@@ -429,3 +595,108 @@ class BatchResult(Sequence[RecordMetadata]):
 
     def __repr__(self) -> str:
         return f"<BatchResult {self._count} records>"
+
+
+# -- waiting for many records ---------------------------------------------------------------
+
+
+class RecordFailure(NamedTuple):
+    """A record that was not delivered: its position among the futures waited for,
+    where it was going, and why."""
+
+    position: int
+    topic: str
+    partition: int
+    error: BaseException
+
+
+class DeliveryFailedError(ExceptionGroup[Exception]):
+    """Some of the records waited for (``Producer.wait_all``) were not delivered.
+
+    ``exceptions`` holds each distinct delivery error once (records of one batch share
+    theirs), so ``except* NotEnoughReplicasError:`` works; ``failures`` lists every
+    failed record (:class:`RecordFailure`: position, topic, partition, error), in order.
+    """
+
+    failures: list[RecordFailure]
+
+    def __new__(
+        cls, message: str, exceptions: Sequence[Exception], failures: Sequence[RecordFailure] = ()
+    ) -> DeliveryFailedError:
+        self = super().__new__(cls, message, exceptions)
+        self.failures = list(failures)
+        return self
+
+    def __init__(
+        self, message: str, exceptions: Sequence[Exception], failures: Sequence[RecordFailure] = ()
+    ) -> None:
+        super().__init__(message, exceptions)
+
+    def derive(self, excs: Sequence[Exception]) -> DeliveryFailedError:  # type: ignore[override]
+        """The part of this group with ``excs`` (``except*``, ``split``): keeps the
+        failures those errors explain."""
+        # (ignore: the base's other overload takes BaseExceptions, never in an ExceptionGroup)
+        kept = {id(e) for e in excs}
+        return DeliveryFailedError(self.message, excs, [f for f in self.failures if id(f.error) in kept])
+
+    @classmethod
+    def from_failures(cls, failures: Sequence[RecordFailure], total: int) -> DeliveryFailedError:
+        """One group for ``failures`` out of ``total`` records; the message names each
+        partition and error with its record count."""
+        errors: dict[int, Exception] = {}
+        counts: dict[tuple[str, int, int], int] = {}
+        for f in failures:
+            err = f.error
+            if id(err) not in errors:
+                errors[id(err)] = err if isinstance(err, Exception) else KafkaError(repr(err))
+            key = (f.topic, f.partition, id(err))
+            counts[key] = counts.get(key, 0) + 1
+        parts = []
+        for (topic, partition, err_id), n in counts.items():
+            err = errors[err_id]
+            parts.append(
+                f"{topic}-{partition}: {type(err).__name__}: {err} ({n} record{'s' if n != 1 else ''})"
+            )
+        shown = "; ".join(parts[:10]) + (f"; and {len(parts) - 10} more" if len(parts) > 10 else "")
+        message = f"{len(failures)} of {total} record(s) not delivered: {shown}"
+        return cls(message, list(errors.values()), failures)
+
+
+def _check_handle(handle: object) -> RecordFuture:
+    if type(handle) is not RecordFuture:
+        raise TypeError(
+            f"expected the RecordFuture returned by Producer.enqueue(), got {type(handle).__name__}"
+        )
+    return handle
+
+
+def pending_batches(handles: Iterable[RecordFuture]) -> list[ProducerBatch]:
+    """The distinct batches still pending among those holding ``handles``' records."""
+    pending: dict[ProducerBatch, None] = {}
+    last = None
+    for handle in handles:
+        batch = _check_handle(handle)._batch
+        if batch is not last:
+            last = batch
+            if not batch.is_done:
+                pending[batch] = None
+    return list(pending)
+
+
+def record_failures(handles: Iterable[RecordFuture]) -> list[RecordFailure]:
+    """Every failed record among ``handles`` (all done), in order. A handle's own
+    cancellation does not count: this looks at the records."""
+    failures: list[RecordFailure] = []
+    last = None
+    may_fail = False
+    for i, handle in enumerate(handles):
+        batch = handle._batch
+        if batch is not last:
+            last = batch
+            may_fail = batch.error is not None or batch.children is not None
+        if may_fail:
+            holder = batch.locate(handle._index)[0] if batch.children is not None else batch
+            error = holder.error
+            if error is not None:
+                failures.append(RecordFailure(i, holder.tp.topic, holder.tp.partition, error))
+    return failures

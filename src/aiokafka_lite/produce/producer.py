@@ -38,7 +38,15 @@ from aiokafka_lite.net import Client, ClientConfig
 from aiokafka_lite.structs import TopicPartition
 
 from .accumulator import BATCH_OVERHEAD, RECORD_OVERHEAD, BufferPool, PartitionQueue, RecordAccumulator
-from .batch import BatchResult, ProducerBatch, RecordFuture, RecordMetadata
+from .batch import (
+    BatchResult,
+    DeliveryFailedError,
+    ProducerBatch,
+    RecordFuture,
+    RecordMetadata,
+    pending_batches,
+    record_failures,
+)
 from .config import ProducerConfig
 from .partitioner import key_partition
 from .sender import Sender, _now_ms
@@ -288,6 +296,39 @@ class Producer:
             ) from None
         finally:
             acc.flushing -= 1
+
+    async def wait_all(
+        self,
+        futures: Iterable[RecordFuture],
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109 - like flush()
+    ) -> None:
+        """Wait until every record behind ``futures`` (from ``enqueue``) is delivered or
+        failed; raise :class:`DeliveryFailedError` (an ``ExceptionGroup``) naming the
+        records that failed, their topic, partition and error.
+
+        The bulk form of ``asyncio.gather(*futures)``: it waits per batch, not per
+        record, and builds no ``RecordMetadata`` (``future.result()`` has it afterwards).
+        It does not hurry sending (records still linger up to ``linger_ms``; ``flush()``
+        sends at once). Cancelling one of the handles does not matter here: the records
+        are waited for. ``timeout`` in seconds: ``KafkaTimeoutError`` if it passes first.
+        """
+        handles = futures if isinstance(futures, list | tuple) else list(futures)
+        pending = pending_batches(handles)
+        if pending:
+            try:
+                async with asyncio.timeout(timeout):
+                    for batch in pending:
+                        if not batch.is_done:
+                            await batch.waiter()
+            except TimeoutError:
+                left = sum(1 for b in pending if not b.is_done)
+                raise E.KafkaTimeoutError(
+                    f"wait_all timed out after {timeout} s with {left} batch(es) of records pending"
+                ) from None
+        failures = record_failures(handles)
+        if failures:
+            raise DeliveryFailedError.from_failures(failures, len(handles))
 
     async def close(self, timeout: float | None = None, *, flush: bool = True) -> None:  # noqa: ASYNC109
         """Stop accepting records, deliver what is buffered (``flush=True``, within
@@ -680,9 +721,14 @@ class Producer:
                 if app is not None and app(ts, key, value, ()):
                     tss = q.timestamps
                     tss.append(ts)
+                    # RecordFuture(batch, index) without the call overhead
                     fut = _new_future(RecordFuture)
                     fut._batch = q.open  # type: ignore[assignment]  # not None while append is set
                     fut._index = len(tss) - 1
+                    fut._callbacks = None
+                    fut._cancelled = False
+                    fut._cancel_message = None
+                    fut._asyncio_future_blocking = False
                     return fut
         batch, index = self._append(topic, value, key, partition, timestamp_ms, headers)
         if batch is None:
@@ -693,10 +739,7 @@ class Producer:
             # Not after every batch: requests carrying several batches are cheaper.
             self._full_since_yield = 0
             await asyncio.sleep(0)
-        fut = _new_future(RecordFuture)
-        fut._batch = batch
-        fut._index = index
-        return fut
+        return RecordFuture(batch, index)
 
     async def send(
         self,
