@@ -27,22 +27,23 @@ from typing import Any, Final
 
 from aiokafka_lite.errors import CorruptRecordError, KafkaError, RecordDeserializationError
 from aiokafka_lite.structs import TopicPartition
-from aiokafka_lite.wire.records import LegacyRecordBatch, RecordBatch, TimestampType
-from aiokafka_lite.wire.records._model import ControlRecordType
+from aiokafka_lite.wire.records import (
+    AnyBatch,
+    ControlRecordType,
+    RecordBatch,
+    TimestampType,
+    as_byte_view,
+    parse_batches,
+)
 
 from .record import Record
 
 __all__ = ["CompletedFetch", "parse_partition"]
 
-AnyBatch = RecordBatch | LegacyRecordBatch
 Deserializer = Callable[[Any], Any]
 
-_I32: Final = struct.Struct(">i")
 _CONTROL_KEY: Final = struct.Struct(">hh")
 _LOG_OVERHEAD: Final = 12
-_MAGIC_OFFSET: Final = 16
-_V2_HEADER_SIZE: Final = 61
-_LEGACY_MIN: Final = (14, 22)  # magic 0 / 1 minimum bytes after the length field
 _ATTR_CONTROL: Final = 0x20
 _ATTR_TRANSACTIONAL: Final = 0x10
 _ATTR_TIMESTAMP_TYPE: Final = 0x08
@@ -312,50 +313,28 @@ def parse_partition(
     ``aborted_transactions`` holds ``(producer_id, first_offset)`` pairs from the
     response; it is only used with ``read_committed``.
     """
-    view = memoryview(records if records is not None else b"")
-    if view.format != "B" or view.ndim != 1:
-        view = view.cast("B")
+    view = as_byte_view(records if records is not None else b"")
     n = len(view)
     batches: list[AnyBatch] = []
     next_offset = fetch_offset
     error: KafkaError | None = None
     lso = last_stable_offset if read_committed else -1
-    pos = 0
-    while n - pos >= _LOG_OVERHEAD:
-        (length,) = _I32.unpack_from(view, pos + 8)
-        end = pos + _LOG_OVERHEAD + length
-        if length < 0 or (end <= n and length < _MAGIC_OFFSET - _LOG_OVERHEAD + 1):
-            error = _corrupt(tp, next_offset, f"invalid batch length {length}")
-            break
-        if end > n:
-            break  # partial trailing batch: normal when a response is cut at max bytes
-        magic = view[pos + _MAGIC_OFFSET]
-        batch: AnyBatch
-        try:
-            if magic == 2:
-                if length < _V2_HEADER_SIZE - _LOG_OVERHEAD:
-                    raise CorruptRecordError(f"v2 batch too short ({length} bytes)")
-                batch = RecordBatch(view, pos)
-            elif magic < 2:
-                if length < _LEGACY_MIN[magic]:
-                    raise CorruptRecordError(f"magic {magic} message too short ({length} bytes)")
-                batch = LegacyRecordBatch(view, pos, end, check_crc=check_crcs)
-            else:
-                raise CorruptRecordError(f"unknown magic {magic}")
+    framed = False  # whether any complete batch was seen
+    try:
+        for batch in parse_batches(view, 0, check_crcs):
+            framed = True
             if batch.last_offset < next_offset:
-                pos = end  # already consumed (e.g. a compressed batch starting earlier)
-                continue
+                continue  # already consumed (e.g. a compressed batch starting earlier)
             if lso >= 0 and _base_offset(batch) >= lso:
                 break  # not stable yet: never hand out data at/after the LSO
             if check_crcs:
                 batch.validate_crc()
-        except CorruptRecordError as exc:
-            error = _corrupt(tp, next_offset, str(exc))
-            break
-        batches.append(batch)
-        next_offset = batch.next_offset
-        pos = end
-    if not batches and error is None and n > 0 and pos == 0 and n >= _LOG_OVERHEAD:
+            batches.append(batch)
+            next_offset = batch.next_offset
+    except CorruptRecordError as exc:
+        error = _corrupt(tp, next_offset, str(exc))
+    # A partial trailing batch is normal when a response is cut at max bytes.
+    if not framed and error is None and n >= _LOG_OVERHEAD:
         # Only a partial batch: cannot happen with Fetch v4+ brokers (KIP-74 returns
         # the first batch whole), so the response is broken.
         error = _corrupt(tp, fetch_offset, f"response holds only an incomplete batch ({n} bytes)")

@@ -12,8 +12,11 @@ from ._backend import c_ext
 from ._control import build_control_batch, control_record_key, parse_control_record
 from ._frames import (
     AnyBatch,
+    as_byte_view,
     decode_batches,
     iter_batches,
+    parse_batches,
+    read_batch,
     read_batch_headers,
     scan_batches,
     set_base_offset,
@@ -21,7 +24,16 @@ from ._frames import (
     set_partition_leader_epoch,
 )
 from ._legacy import LegacyRecordBatch
-from ._model import Buffer, ControlRecordType, Header, Record, TimestampType
+from ._model import (
+    BatchTooShortError,
+    Buffer,
+    CompressedPayloadError,
+    ControlRecordType,
+    Header,
+    Record,
+    RecordsSummary,
+    TimestampType,
+)
 from ._v2 import BatchBuilder, RecordBatch, encode_batch
 
 #: True when the C accelerator is in use.
@@ -32,20 +44,26 @@ __all__ = [
     "HAS_C_EXTENSION",
     "AnyBatch",
     "BatchBuilder",
+    "BatchTooShortError",
     "Buffer",
+    "CompressedPayloadError",
     "Compression",
     "ControlRecordType",
     "Header",
     "LegacyRecordBatch",
     "Record",
     "RecordBatch",
+    "RecordsSummary",
     "TimestampType",
+    "as_byte_view",
     "build_control_batch",
     "control_record_key",
     "decode_batches",
     "encode_batch",
     "iter_batches",
+    "parse_batches",
     "parse_control_record",
+    "read_batch",
     "read_batch_headers",
     "scan_batches",
     "set_base_offset",

@@ -505,6 +505,198 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------ scan */
+
+/* Reads one varint field of a record, raising CorruptRecordError on failure, with the
+   same one-byte fast path and messages as decode_records. */
+#define SCAN_VARINT(reader, is64, out)                                                      \
+    do {                                                                                    \
+        if (*p < 0x80) {                                                                    \
+            (out) = (int64_t)((*p >> 1) ^ -(*p & 1));                                       \
+            p++;                                                                            \
+        }                                                                                   \
+        else if ((rc = reader(&p, end, &(out))) != VI_OK) {                                 \
+            varint_error(i, rc, (is64));                                                    \
+            goto fail;                                                                      \
+        }                                                                                   \
+    } while (0)
+
+#define SCAN_NOT_AT(limit)                                                                  \
+    do {                                                                                    \
+        if (p >= (limit)) {                                                                 \
+            PyErr_Format(CorruptRecordError, "record %zd: truncated record", i);            \
+            goto fail;                                                                      \
+        }                                                                                   \
+    } while (0)
+
+/* Walks the records region like decode_records (same checks, same errors) without
+   building any object: (min timestamp delta, max timestamp delta, indexes of records
+   without a key, whether every offset delta equals the record's index). A broker
+   validating a produced batch needs exactly this. */
+static PyObject *
+scan_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (CorruptRecordError == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_crecords.setup() was not called");
+        return NULL;
+    }
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "scan_records() takes 4 arguments");
+        return NULL;
+    }
+    Py_ssize_t start = PyLong_AsSsize_t(args[1]);
+    Py_ssize_t stop = PyLong_AsSsize_t(args[2]);
+    long long count_ll = PyLong_AsLongLong(args[3]);
+    if (PyErr_Occurred())
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    PyObject *result = NULL, *keyless = NULL;
+    int64_t min_ts = 0, max_ts = 0;
+    int sequential = 1;
+    Py_ssize_t i = 0;
+    int rc;
+    if (start < 0 || stop < start || stop > view.len) {
+        PyErr_SetString(PyExc_ValueError, "records region out of range");
+        goto done;
+    }
+    if (count_ll < 0) {
+        PyErr_Format(CorruptRecordError, "negative record count %lld", count_ll);
+        goto done;
+    }
+    if (count_ll > (stop - start) / MIN_RECORD_SIZE) {
+        PyErr_Format(CorruptRecordError, "record count %lld cannot fit in %zd bytes", count_ll,
+                     stop - start);
+        goto done;
+    }
+    if ((keyless = PyList_New(0)) == NULL)
+        goto done;
+    Py_ssize_t count = (Py_ssize_t)count_ll;
+    const uint8_t *p = (const uint8_t *)view.buf + start;
+    const uint8_t *end = (const uint8_t *)view.buf + stop;
+    for (i = 0; i < count; i++) {
+        int64_t length, ts_delta, off_delta, klen, vlen, hcount;
+        SCAN_NOT_AT(end);
+        SCAN_VARINT(read_varint32, 0, length);
+        if (length < MIN_RECORD_SIZE - 1 || length > end - p) {
+            PyErr_Format(CorruptRecordError,
+                         "record %zd: invalid record length %lld with %zd bytes remaining", i,
+                         (long long)length, (Py_ssize_t)(end - p));
+            goto fail;
+        }
+        const uint8_t *rec_end = p + length;
+        p++; /* attributes: unused */
+        SCAN_VARINT(read_varint64, 1, ts_delta);
+        SCAN_NOT_AT(rec_end);
+        SCAN_VARINT(read_varint32, 0, off_delta);
+        SCAN_NOT_AT(rec_end);
+        SCAN_VARINT(read_varint32, 0, klen);
+        if (klen < 0) {
+            if (klen != -1) {
+                PyErr_Format(CorruptRecordError, "record %zd: invalid key length %lld", i,
+                             (long long)klen);
+                goto fail;
+            }
+            PyObject *index = PyLong_FromSsize_t(i);
+            if (index == NULL || PyList_Append(keyless, index) < 0) {
+                Py_XDECREF(index);
+                goto fail;
+            }
+            Py_DECREF(index);
+        }
+        else if (klen > rec_end - p) {
+            PyErr_Format(CorruptRecordError, "record %zd: key length %lld exceeds record", i,
+                         (long long)klen);
+            goto fail;
+        }
+        else
+            p += klen;
+        SCAN_NOT_AT(rec_end);
+        SCAN_VARINT(read_varint32, 0, vlen);
+        if (vlen < 0) {
+            if (vlen != -1) {
+                PyErr_Format(CorruptRecordError, "record %zd: invalid value length %lld", i,
+                             (long long)vlen);
+                goto fail;
+            }
+        }
+        else if (vlen > rec_end - p) {
+            PyErr_Format(CorruptRecordError, "record %zd: value length %lld exceeds record", i,
+                         (long long)vlen);
+            goto fail;
+        }
+        else
+            p += vlen;
+        SCAN_NOT_AT(rec_end);
+        SCAN_VARINT(read_varint32, 0, hcount);
+        if (hcount < 0 || hcount > (rec_end - p) / 2) {
+            PyErr_Format(CorruptRecordError, "record %zd: invalid header count %lld", i,
+                         (long long)hcount);
+            goto fail;
+        }
+        for (int64_t h = 0; h < hcount; h++) {
+            int64_t hklen, hvlen;
+            if ((rc = read_varint32(&p, end, &hklen)) != VI_OK) {
+                varint_error(i, rc, 0);
+                goto fail;
+            }
+            if (hklen < 0 || hklen > rec_end - p) {
+                PyErr_Format(CorruptRecordError, "record %zd: invalid header key length %lld", i,
+                             (long long)hklen);
+                goto fail;
+            }
+            p += hklen;
+            if ((rc = read_varint32(&p, end, &hvlen)) != VI_OK) {
+                varint_error(i, rc, 0);
+                goto fail;
+            }
+            if (hvlen < 0) {
+                if (hvlen != -1) {
+                    PyErr_Format(CorruptRecordError, "record %zd: invalid header value length %lld",
+                                 i, (long long)hvlen);
+                    goto fail;
+                }
+            }
+            else if (hvlen > rec_end - p) {
+                PyErr_Format(CorruptRecordError, "record %zd: header value length %lld exceeds record",
+                             i, (long long)hvlen);
+                goto fail;
+            }
+            else
+                p += hvlen;
+        }
+        if (p != rec_end) {
+            Py_ssize_t diff = (Py_ssize_t)(p - rec_end);
+            PyErr_Format(CorruptRecordError, "record %zd: record length mismatch (%s%zd bytes)", i,
+                         diff >= 0 ? "+" : "", diff);
+            goto fail;
+        }
+        if (i == 0 || ts_delta < min_ts)
+            min_ts = ts_delta;
+        if (i == 0 || ts_delta > max_ts)
+            max_ts = ts_delta;
+        if (off_delta != i)
+            sequential = 0;
+    }
+    if (p != end) {
+        PyErr_Format(CorruptRecordError, "%zd bytes left after %zd records", (Py_ssize_t)(end - p), count);
+        goto done;
+    }
+    result = Py_BuildValue("LLOO", (long long)min_ts, (long long)max_ts, keyless,
+                           sequential ? Py_True : Py_False);
+    goto done;
+fail:
+    Py_CLEAR(result);
+done:
+    Py_XDECREF(keyless);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+#undef SCAN_VARINT
+#undef SCAN_NOT_AT
+
 /* ------------------------------------------------------------------ writer */
 
 typedef struct {
@@ -948,6 +1140,8 @@ static PyMethodDef module_methods[] = {
     {"setup", setup, METH_VARARGS, "setup(Record, CorruptRecordError)"},
     {"decode_records", (PyCFunction)(void (*)(void))decode_records, METH_FASTCALL,
      "decode_records(data, start, end, count, base_offset, base_timestamp, log_append_time)"},
+    {"scan_records", (PyCFunction)(void (*)(void))scan_records, METH_FASTCALL,
+     "scan_records(data, start, end, count) -> (min ts delta, max ts delta, keyless indexes, sequential)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -14,6 +14,10 @@ def decode_records(
     /,
 ) -> list[Record]: ...
 
+def scan_records(
+    data: Buffer, start: int, end: int, count: int, /
+) -> tuple[int, int, list[int], bool]: ...
+
 class RecordsWriter:
     def _core_init(self, max_batch_size: int, /) -> None: ...
     def append(

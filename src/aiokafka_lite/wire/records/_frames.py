@@ -21,11 +21,18 @@ from ._model import (
     V2_HEADER_SIZE,
     V2_LEADER_EPOCH_OFFSET,
     V2_MAX_TIMESTAMP_OFFSET,
+    BatchTooShortError,
     Buffer,
 )
 from ._v2 import RecordBatch
 
 AnyBatch = RecordBatch | LegacyRecordBatch
+assert LOG_OVERHEAD == 12 and MAGIC_OFFSET == 16  # spelled out in parse_batches' loop
+
+# Smallest length field of any message (a magic 0 message without key and value), and of
+# a v2 batch (its header after the length field).
+_MIN_LENGTH: Final = LEGACY_MIN_SIZE[0]
+_V2_MIN_LENGTH: Final = V2_HEADER_SIZE - LOG_OVERHEAD
 
 _I32: Final = struct.Struct(">i")
 _I64: Final = struct.Struct(">q")
@@ -33,41 +40,93 @@ _U32: Final = struct.Struct(">I")
 _I16: Final = struct.Struct(">h")
 
 
-def _as_view(data: Buffer) -> memoryview:
+def parse_batches(
+    view: memoryview,
+    pos: int = 0,
+    check_crc: bool = True,
+    max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+) -> Iterator[AnyBatch]:
+    """Lazily frame the batches of ``view`` from ``pos`` and parse their headers (records
+    stay lazy); stops at an incomplete tail.
+
+    This is the one batch parser: consumers, the broker (through :func:`read_batch`)
+    and :func:`iter_batches` all frame and parse record sets with it. It walks a record
+    set the way Kafka does: fewer than 12 bytes, or fewer than 17 (the magic byte), or
+    a length beyond the data is an incomplete tail (a fetch response cut at its size
+    limit; Kafka ignores such a fragment after a produced batch too). A length below
+    the smallest message (14 bytes) or a magic other than 0, 1 and 2 raises
+    ``CorruptRecordError``; a complete batch too short for its format's header raises
+    ``BatchTooShortError``. ``check_crc`` applies to legacy messages, whose wrappers
+    are checked as they are parsed; a v2 batch's CRC is checked by ``validate_crc()``
+    when the caller wants it. ``view`` must be a flat byte view (:func:`as_byte_view`);
+    a batch ends at ``batch.position + batch.size_in_bytes``.
+    """
+    # A generator rather than a function per batch: resuming it costs less than a call,
+    # and consumers parse every fetched batch through here.
+    n = len(view)
+    unpack_length = _I32.unpack_from
+    v2 = RecordBatch
+    min_length = _MIN_LENGTH
+    v2_min_length = _V2_MIN_LENGTH
+    while n - pos >= 12:  # LOG_OVERHEAD; the constants are locals in this hot loop
+        (length,) = unpack_length(view, pos + 8)
+        if length < min_length:
+            if length < 0:
+                raise CorruptRecordError(f"batch at byte {pos} has negative length {length}")
+            raise CorruptRecordError(f"batch at byte {pos} is too short ({length} bytes after length)")
+        if n - pos <= 16:  # MAGIC_OFFSET
+            return
+        magic = view[pos + 16]
+        if magic > 2:
+            raise CorruptRecordError(f"batch at byte {pos} has unknown magic {magic}")
+        end = pos + 12 + length
+        if end > n:
+            return
+        if magic == 2:
+            if length < v2_min_length:
+                raise BatchTooShortError(
+                    f"v2 batch at byte {pos} is too short ({length} bytes after length)", magic, end - pos
+                )
+            yield v2(view, pos, max_decompressed_size)
+        else:
+            if length < LEGACY_MIN_SIZE[magic]:
+                raise BatchTooShortError(
+                    f"magic {magic} message at byte {pos} is too short ({length} bytes after length)",
+                    magic,
+                    end - pos,
+                )
+            yield LegacyRecordBatch(
+                view, pos, end, check_crc=check_crc, max_decompressed_size=max_decompressed_size
+            )
+        pos = end
+
+
+def read_batch(
+    view: memoryview,
+    pos: int = 0,
+    check_crc: bool = True,
+    max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+) -> AnyBatch | None:
+    """The one batch at ``view[pos:]`` (see :func:`parse_batches`), or ``None`` when the
+    bytes stop before it does."""
+    return next(parse_batches(view, pos, check_crc, max_decompressed_size), None)
+
+
+def as_byte_view(data: Buffer) -> memoryview:
+    """A flat unsigned-byte ``memoryview`` of ``data`` (no copy)."""
     view = data if isinstance(data, memoryview) else memoryview(data)
     if view.format != "B" or view.ndim != 1:
         view = view.cast("B")
     return view
 
 
-def _iter_frames(view: memoryview, allow_partial_tail: bool) -> Iterator[tuple[int, int, int]]:
-    """Yield ``(position, end, magic)`` per complete batch, checking only the framing."""
-    n = len(view)
+def _iter(view: memoryview, allow_partial_tail: bool, check_crc: bool, max_size: int) -> Iterator[AnyBatch]:
     pos = 0
-    while n - pos >= LOG_OVERHEAD:
-        (length,) = _I32.unpack_from(view, pos + 8)
-        if length < 0:
-            raise CorruptRecordError(f"batch at byte {pos} has negative length {length}")
-        end = pos + LOG_OVERHEAD + length
-        if end > n:
-            break
-        if length < MAGIC_OFFSET - LOG_OVERHEAD + 1:
-            raise CorruptRecordError(f"batch at byte {pos} is too short ({length} bytes after length)")
-        magic = view[pos + MAGIC_OFFSET]
-        if magic == 2:
-            if length < V2_HEADER_SIZE - LOG_OVERHEAD:
-                raise CorruptRecordError(f"v2 batch at byte {pos} is too short ({length} bytes after length)")
-        elif magic < 2:
-            if length < LEGACY_MIN_SIZE[magic]:
-                raise CorruptRecordError(
-                    f"magic {magic} message at byte {pos} is too short ({length} bytes after length)"
-                )
-        else:
-            raise CorruptRecordError(f"batch at byte {pos} has unknown magic {magic}")
-        yield pos, end, magic
-        pos = end
-    if pos != n and not allow_partial_tail:
-        raise CorruptRecordError(f"incomplete batch at byte {pos} ({n - pos} trailing bytes)")
+    for batch in parse_batches(view, 0, check_crc, max_size):
+        pos = batch.position + batch.size_in_bytes
+        yield batch
+    if pos != len(view) and not allow_partial_tail:
+        raise CorruptRecordError(f"incomplete batch at byte {pos} ({len(view) - pos} trailing bytes)")
 
 
 def scan_batches(data: Buffer, *, allow_partial_tail: bool = True) -> tuple[list[tuple[int, int, int]], int]:
@@ -79,7 +138,10 @@ def scan_batches(data: Buffer, *, allow_partial_tail: bool = True) -> tuple[list
     non-empty blob with zero bytes consumed means the first batch is larger than what
     was fetched.
     """
-    frames = list(_iter_frames(_as_view(data), allow_partial_tail))
+    frames = [
+        (b.position, b.position + b.size_in_bytes, b.magic)
+        for b in _iter(as_byte_view(data), allow_partial_tail, False, DEFAULT_MAX_DECOMPRESSED_SIZE)
+    ]
     return frames, frames[-1][1] if frames else 0
 
 
@@ -98,15 +160,7 @@ def iter_batches(
     :class:`LegacyRecordBatch`. Records are decoded by ``batch.records()``, with
     decompression bounded by ``max_decompressed_size`` per batch.
     """
-    view = _as_view(data)
-    for pos, end, magic in _iter_frames(view, allow_partial_tail):
-        batch: AnyBatch
-        if magic == 2:
-            batch = RecordBatch(view, pos, max_decompressed_size=max_decompressed_size)
-        else:
-            batch = LegacyRecordBatch(
-                view, pos, end, check_crc=check_crc, max_decompressed_size=max_decompressed_size
-            )
+    for batch in _iter(as_byte_view(data), allow_partial_tail, check_crc, max_decompressed_size):
         if check_crc:
             batch.validate_crc()
         yield batch

@@ -5,7 +5,9 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Final
+from typing import Final, NamedTuple
+
+from aiokafka_lite.errors import CorruptRecordError
 
 Buffer = bytes | bytearray | memoryview
 Header = tuple[str, bytes | None]
@@ -24,6 +26,33 @@ class Record:
     key: bytes | None
     value: bytes | None
     headers: list[Header]
+
+
+class RecordsSummary(NamedTuple):
+    """What a broker checks in a produced batch's records, gathered without building them."""
+
+    #: Smallest and largest record timestamp (the batch max timestamp for LogAppendTime).
+    min_timestamp: int
+    max_timestamp: int
+    #: Indexes (within the batch) of the records that have no key.
+    keyless: list[int]
+    #: Whether the record offset deltas are exactly 0, 1, ..., count - 1.
+    sequential_offsets: bool
+
+
+class BatchTooShortError(CorruptRecordError):
+    """A complete batch whose length cannot hold the header its magic calls for."""
+
+    def __init__(self, message: str, magic: int, size: int) -> None:
+        super().__init__(message)
+        #: The batch's magic byte and its whole size (length field included).
+        self.magic = magic
+        self.size = size
+
+
+class CompressedPayloadError(CorruptRecordError):
+    """A batch's compressed records could not be decompressed (as opposed to records that
+    decompress fine but are malformed)."""
 
 
 class TimestampType(IntEnum):

@@ -208,6 +208,19 @@ def decode_records(
     return out
 
 
+def scan_records(data: Buffer, start: int, end: int, count: int) -> tuple[int, int, list[int], bool]:
+    """Walk ``count`` records like :func:`decode_records` (same errors) and summarise them:
+    ``(min timestamp delta, max timestamp delta, indexes of keyless records, offset
+    deltas are 0..count-1)``. The C twin builds no record objects."""
+    records = decode_records(data, start, end, count, 0, 0, None)
+    if not records:
+        return 0, 0, [], True
+    deltas = [r.timestamp for r in records]
+    keyless = [i for i, r in enumerate(records) if r.key is None]
+    sequential = all(r.offset == i for i, r in enumerate(records))
+    return min(deltas), max(deltas), keyless, sequential
+
+
 def encode_varint(value: int) -> bytes:
     """Zig-zag varint encoding of a signed 64-bit value."""
     v = (value << 1) ^ (value >> 63)

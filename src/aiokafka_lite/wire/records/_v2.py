@@ -39,14 +39,20 @@ from ._model import (
     V2_HEADER,
     V2_HEADER_SIZE,
     Buffer,
+    CompressedPayloadError,
     Record,
+    RecordsSummary,
     TimestampType,
 )
 
 DecodeFn = Callable[[Buffer, int, int, int, int, int, "int | None"], list[Record]]
 
+ScanFn = Callable[[Buffer, int, int, int], tuple[int, int, list[int], bool]]
+
 #: Record decoder in use (module global so tests can swap backends).
 decode_records: DecodeFn = c_ext.decode_records if c_ext is not None else _pyimpl.decode_records
+#: Record walker behind :meth:`RecordBatch.summarize` (same errors as ``decode_records``).
+scan_records: ScanFn = c_ext.scan_records if c_ext is not None else _pyimpl.scan_records
 
 _U32: Final = struct.Struct(">I")
 
@@ -99,7 +105,6 @@ class RecordBatch:
         self,
         data: memoryview,
         position: int = 0,
-        *,
         max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
     ) -> None:
         """Parse the header at ``data[position:]``; the caller has checked the framing."""
@@ -170,9 +175,21 @@ class RecordBatch:
         return self.base_timestamp if self.attributes & ATTR_DELETE_HORIZON else None
 
     @property
+    def last_sequence(self) -> int:
+        """Sequence number of the last record (-1 without idempotence); wraps after 2**31-1."""
+        if self.base_sequence < 0:
+            return -1
+        return (self.base_sequence + self.last_offset_delta) & 0x7FFFFFFF
+
+    @property
     def buffer(self) -> memoryview:
         """The batch's bytes (a view into the decoded buffer, not a copy)."""
         return self._data[self.position : self.position + self.batch_length + LOG_OVERHEAD]
+
+    @property
+    def payload(self) -> memoryview:
+        """The records region as stored (compressed when the batch is), a view."""
+        return self._data[self.position + V2_HEADER_SIZE : self.position + self.batch_length + LOG_OVERHEAD]
 
     def _where(self) -> str:
         return (
@@ -189,7 +206,9 @@ class RecordBatch:
 
     def validate_crc(self) -> None:
         """Raise ``CorruptRecordError`` if the stored CRC does not match the contents."""
-        computed = self.compute_crc()
+        pos = self.position
+        # compute_crc() inlined: this runs once per fetched batch.
+        computed = crc32c(self._data[pos + V2_ATTRIBUTES_OFFSET : pos + LOG_OVERHEAD + self.batch_length])
         if computed != self.crc:
             raise CorruptRecordError(
                 f"CRC mismatch in {self._where()}: stored 0x{self.crc:08x}, computed 0x{computed:08x}"
@@ -232,6 +251,39 @@ class RecordBatch:
                 f"in {self._where()}"
             )
         return records
+
+    def summarize(self) -> RecordsSummary:
+        """Walk every record, decompressing like :meth:`records`, without building them.
+
+        Malformed records raise ``CorruptRecordError`` (the same errors as ``records()``);
+        a compressed payload that does not decompress raises ``CompressedPayloadError``.
+        """
+        attrs = self.attributes
+        start = self.position + V2_HEADER_SIZE
+        end = self.position + LOG_OVERHEAD + self.batch_length
+        try:
+            if not attrs & ATTR_CODEC_MASK:
+                lo, hi, keyless, sequential = scan_records(self._data, start, end, self.record_count)
+            else:
+                try:
+                    raw = decompress_to_buffer(
+                        codec_from_attributes(attrs), self._data[start:end], self._max_decompressed_size
+                    )
+                except UnsupportedCodecError:
+                    raise
+                except CorruptRecordError as exc:
+                    raise CompressedPayloadError(str(exc)) from None
+                lo, hi, keyless, sequential = scan_records(raw, 0, len(raw), self.record_count)
+        except UnsupportedCodecError as exc:
+            raise UnsupportedCodecError(f"{self._where()}: {exc}") from None
+        except CompressedPayloadError as exc:
+            raise CompressedPayloadError(f"{self._where()}: {exc}") from None
+        except CorruptRecordError as exc:
+            raise CorruptRecordError(f"{self._where()}: {exc}") from None
+        if attrs & ATTR_TIMESTAMP_TYPE:
+            return RecordsSummary(self.max_timestamp, self.max_timestamp, keyless, sequential)
+        base = self.base_timestamp
+        return RecordsSummary(base + lo, base + hi, keyless, sequential)
 
     # -- records --------------------------------------------------------------------
 
