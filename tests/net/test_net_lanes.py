@@ -1,5 +1,7 @@
 """Connection lanes: a coordinator lane per broker, so group traffic never queues behind a
-long-polling Fetch (brokers answer a connection's requests one at a time, in order)."""
+long-polling Fetch (brokers answer a connection's requests one at a time, in order).
+Against the embedded broker or, with --kafka=apache, Apache Kafka (except the tests that
+need the embedded broker to drop or hold requests)."""
 
 from __future__ import annotations
 
@@ -28,8 +30,6 @@ FAST: dict[str, Any] = {
     "retry_backoff_ms": 5,
     "retry_backoff_max_ms": 50,
 }
-
-pytestmark = pytest.mark.kafka_embedded
 
 
 def _library_tasks() -> set[asyncio.Task[Any]]:
@@ -67,8 +67,9 @@ def _heartbeat() -> HeartbeatRequest:
     return HeartbeatRequest(group_id="g", generation_id=1, member_id="nobody")
 
 
-async def test_coordinator_lane_is_not_blocked_by_a_long_poll(kafka_cluster_factory: Any) -> None:
-    kc: EmbeddedCluster = await kafka_cluster_factory(brokers=1, topics={"t": 1})
+async def test_coordinator_lane_is_not_blocked_by_a_long_poll(kafka_cluster: EmbeddedCluster) -> None:
+    kc = kafka_cluster
+    kc.create_topic("t", 1)
     async with Client(kc.bootstrap, **FAST) as client:
         fetch = await _long_poll(client, "t", 2000)
         await client.connection(1, lane=Lane.COORDINATOR)
@@ -100,8 +101,11 @@ async def test_coordinator_lane_is_not_blocked_by_a_long_poll(kafka_cluster_fact
         assert lanes == {"default": True, "coordinator": True}
 
 
-async def test_metadata_refresh_avoids_a_connection_busy_with_a_long_poll(kafka_cluster_factory: Any) -> None:
-    kc: EmbeddedCluster = await kafka_cluster_factory(brokers=1, topics={"t": 1})
+async def test_metadata_refresh_avoids_a_connection_busy_with_a_long_poll(
+    kafka_cluster: EmbeddedCluster,
+) -> None:
+    kc = kafka_cluster
+    kc.create_topic("t", 1)
     async with Client(kc.bootstrap, **FAST) as client:
         fetch = await _long_poll(client, "t", 2000)
         await client.connection(1, lane=Lane.COORDINATOR)
@@ -114,6 +118,7 @@ async def test_metadata_refresh_avoids_a_connection_busy_with_a_long_poll(kafka_
         await fetching
 
 
+@pytest.mark.kafka_embedded  # the broker drops one lane's connection on request
 async def test_each_lane_reconnects_on_its_own(kafka_cluster_factory: Any) -> None:
     kc: EmbeddedCluster = await kafka_cluster_factory(brokers=1)
     async with Client(kc.bootstrap, **FAST) as client:
@@ -136,9 +141,8 @@ async def test_each_lane_reconnects_on_its_own(kafka_cluster_factory: Any) -> No
         assert stats["connects"] == connects + 1 and stats["disconnects"] >= 1
 
 
-async def test_idle_lane_is_closed_while_the_other_is_busy(kafka_cluster_factory: Any) -> None:
-    kc: EmbeddedCluster = await kafka_cluster_factory(brokers=1)
-    async with Client(kc.bootstrap, connections_max_idle_ms=200, **FAST) as client:
+async def test_idle_lane_is_closed_while_the_other_is_busy(kafka_cluster: EmbeddedCluster) -> None:
+    async with Client(kafka_cluster.bootstrap, connections_max_idle_ms=200, **FAST) as client:
         await client.send(_heartbeat(), node_id=1, lane=Lane.COORDINATOR)
         default = await client.connection(1)
         for _ in range(500):
@@ -154,6 +158,7 @@ async def test_idle_lane_is_closed_while_the_other_is_busy(kafka_cluster_factory
         assert isinstance(resp, HeartbeatResponse)
 
 
+@pytest.mark.kafka_embedded  # holds requests at the broker (added latency)
 async def test_close_closes_every_lane_and_leaves_no_task(kafka_cluster_factory: Any) -> None:
     kc: EmbeddedCluster = await kafka_cluster_factory(brokers=3, topics={"t": 3})
     client = Client(kc.bootstrap, **FAST)
@@ -195,21 +200,20 @@ async def test_versions_are_shared_by_the_lanes(kafka_cluster_factory: Any) -> N
         assert not client.is_connected(node)
 
 
-async def test_unknown_lane_is_a_config_error(kafka_cluster_factory: Any) -> None:
-    kc: EmbeddedCluster = await kafka_cluster_factory(brokers=1)
-    async with Client(kc.bootstrap, **FAST) as client:
+async def test_unknown_lane_is_a_config_error(kafka_cluster: EmbeddedCluster) -> None:
+    async with Client(kafka_cluster.bootstrap, **FAST) as client:
         with pytest.raises(E.ConfigError, match="lane"):
             await client.send(_heartbeat(), node_id=1, lane="bulk")  # type: ignore[arg-type]
         assert await client.send(_heartbeat(), node_id=1, lane="coordinator") is not None  # type: ignore[arg-type]
         assert client.is_connected(1, Lane.COORDINATOR)
 
 
-async def test_group_consumer_heartbeats_while_its_fetch_is_parked(kafka_cluster_factory: Any) -> None:
+async def test_group_consumer_heartbeats_while_its_fetch_is_parked(kafka_cluster: EmbeddedCluster) -> None:
     """The consumer's group coordinator rides the shared client's coordinator lane: heartbeats
     are answered while the fetcher's long poll to the same broker is still parked."""
     from aiokafka_lite.fetch import Consumer
 
-    kc: EmbeddedCluster = await kafka_cluster_factory(brokers=1, topics={"idle": 1})
+    kafka_cluster.create_topic("idle", 1)
     events: list[tuple[str, int]] = []
 
     class Recorder:
@@ -219,7 +223,7 @@ async def test_group_consumer_heartbeats_while_its_fetch_is_parked(kafka_cluster
         def on_response_read(self, node_id: int, api_key: int, *_: object) -> None:
             events.append(("read", api_key))
 
-    client = Client(kc.bootstrap, **FAST)
+    client = Client(kafka_cluster.bootstrap, **FAST)
     client.add_hooks(Recorder())
     async with (
         client,
