@@ -50,6 +50,11 @@ class RecordMetadata(NamedTuple):
     timestamp_ms: int
 
 
+#: ``RecordMetadata(...)`` without the Python-level ``__new__`` a NamedTuple has: results
+#: are built per record, often for every record (gather).
+_new_metadata = tuple.__new__
+
+
 class ProducerBatch:
     """Records for one partition, sent and acknowledged together."""
 
@@ -329,11 +334,14 @@ class ProducerBatch:
         base = batch.base_offset
         lat = batch.log_append_time
         tp = batch.tp
-        return RecordMetadata(
-            tp.topic,
-            tp.partition,
-            base + index if base >= 0 else -1,
-            lat if lat >= 0 else batch.timestamps[index],
+        return _new_metadata(
+            RecordMetadata,
+            (
+                tp.topic,
+                tp.partition,
+                base + index if base >= 0 else -1,
+                lat if lat >= 0 else batch.timestamps[index],
+            ),
         )
 
 
@@ -386,23 +394,39 @@ class RecordFuture:
     def result(self) -> RecordMetadata:
         """The metadata; raises the delivery error, ``CancelledError`` if this handle was
         cancelled, or ``InvalidStateError`` if the record is pending."""
+        batch = self._batch
+        if batch.is_done and batch.error is None and batch.children is None and not self._cancelled:
+            # Delivered (the common case, e.g. gather collecting every result): inline.
+            index = self._index
+            base = batch.base_offset
+            lat = batch.log_append_time
+            tp = batch.tp
+            return _new_metadata(
+                RecordMetadata,
+                (
+                    tp.topic,
+                    tp.partition,
+                    base + index if base >= 0 else -1,
+                    lat if lat >= 0 else batch.timestamps[index],
+                ),
+            )
         if self._cancelled:
             raise self._make_cancelled_error()
-        return self._batch.metadata(self._index)
+        return batch.metadata(self._index)
 
     def exception(self) -> BaseException | None:
         """The delivery error, or None if delivered (raises like ``asyncio.Future``)."""
+        batch = self._batch
+        if batch.is_done and batch.children is None and not self._cancelled:
+            return batch.error
         if self._cancelled:
             raise self._make_cancelled_error()
-        batch = self._batch
         if not batch.is_done:
             raise asyncio.InvalidStateError("record is not delivered yet")
-        if batch.children is not None:
-            batch = batch.locate(self._index)[0]
-        return batch.error
+        return batch.locate(self._index)[0].error
 
     def get_loop(self) -> asyncio.AbstractEventLoop:
-        return self._batch.event_loop()
+        return self._batch._loop or self._batch.event_loop()
 
     def add_done_callback(
         self, fn: Callable[[RecordFuture], object], *, context: contextvars.Context | None = None
@@ -415,7 +439,12 @@ class RecordFuture:
             context = contextvars.copy_context()
         batch = self._batch
         if batch.is_done or self._cancelled:
-            batch._schedule(fn, self, context)
+            # batch._schedule(), inlined: gather/wait add one callback to every record
+            ready = batch._ready
+            if ready is None:
+                ready = batch._ready = []
+                batch.event_loop().call_soon(batch._run_ready)
+            ready.append((fn, self, context))
             return
         callbacks = self._callbacks
         if callbacks is None:
@@ -481,7 +510,7 @@ class RecordFuture:
         return fut
 
     def __await__(self) -> Generator[Any, None, RecordMetadata]:
-        if not self.done():
+        if not (self._batch.is_done or self._cancelled):
             self._asyncio_future_blocking = True
             yield self  # the Task waits for it (add_done_callback), as for asyncio futures
             if not self.done():
