@@ -1,19 +1,24 @@
 """Integration tests against Kafka with aiokafka_lite's pytest plugin.
 
     pytest examples/test_with_kafka.py                          # embedded broker: no Docker, no JVM
+    pytest examples/test_with_kafka.py --kafka=apache           # Apache Kafka from Maven Central (Java 17+)
     pytest examples/test_with_kafka.py --kafka=container        # a real Kafka in Docker (testcontainers)
     pytest examples/test_with_kafka.py --kafka-bootstrap=HOST:PORT  # a cluster you already run
 
 Installing aiokafka_lite registers the plugin (a ``pytest11`` entry point): nothing to
 add to ``conftest.py``. Fixtures:
 
-* ``kafka_bootstrap``: bootstrap servers of a fresh cluster for each test; works in all
-  three modes, so the same test runs against the embedded broker in CI and against real
-  Kafka before a release.
-* ``kafka_cluster``: the embedded ``EmbeddedCluster`` itself, for fault injection
-  (errors, latency, dropped connections, leader moves). Tests using it are skipped when
-  the session runs against a container or an external cluster.
+* ``kafka_bootstrap``: bootstrap servers of a cluster for the test; works in every mode,
+  so the same test runs against the embedded broker in CI and against real Kafka.
+* ``kafka_cluster``: the cluster with a control API. Embedded: the ``EmbeddedCluster``
+  itself, with fault injection (errors, latency, dropped connections, leader moves).
+  ``--kafka=apache``: a real cluster with the part of that API Kafka can honour (topics,
+  broker stop/kill/restart).
 * ``kafka_cluster_factory``: ``await kafka_cluster_factory(brokers=3, ...)`` for other shapes.
+
+Mark the tests that need the embedded broker's fault injection
+``@pytest.mark.kafka_embedded``: they are left out against Apache Kafka and skipped
+against a container or an external cluster.
 
 The async tests need pytest-asyncio (``asyncio_mode = "auto"``, or the marker below).
 """
@@ -89,6 +94,7 @@ async def test_a_consumer_group_resumes_after_its_commit(kafka_bootstrap: str) -
 # --- tests that need the embedded broker's fault injection ---------------------------------------
 
 
+@pytest.mark.kafka_embedded
 async def test_producer_retries_through_leader_errors(kafka_cluster: EmbeddedCluster) -> None:
     kafka_cluster.create_topic("payments", partitions=1)
     # The next two produce requests fail as if leadership had just moved.
@@ -99,6 +105,7 @@ async def test_producer_retries_through_leader_errors(kafka_cluster: EmbeddedClu
     assert kafka_cluster.high_watermark("payments", 0) == 1
 
 
+@pytest.mark.kafka_embedded
 async def test_consumer_follows_a_leader_move(
     kafka_cluster_factory: Callable[..., Awaitable[EmbeddedCluster]],
 ) -> None:

@@ -111,9 +111,18 @@ async def test_graceful_shutdown_flushes_accepted_events_and_ends_streams(kafka_
 
 
 def test_the_script_serves_with_an_embedded_broker_and_stops_on_sigterm() -> None:
+    serve_one_event_then_sigterm()
+
+
+def test_the_script_serves_against_a_given_cluster(kafka_bootstrap: str) -> None:
+    serve_one_event_then_sigterm("--bootstrap", kafka_bootstrap)
+
+
+def serve_one_event_then_sigterm(*args: str) -> None:
+    """Runs the script as the docs say, posts an event to a fresh ``events`` topic, stops it."""
     env = {k: v for k, v in os.environ.items() if k != "KAFKA_BOOTSTRAP"}
     proc = subprocess.Popen(
-        [sys.executable, str(EXAMPLES / "fastapi_service.py"), "--port", "0"],
+        [sys.executable, str(EXAMPLES / "fastapi_service.py"), "--port", "0", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -46,6 +46,17 @@ def test_group_workers_example() -> None:
     assert out.rstrip().endswith("lag 0"), out
 
 
+async def test_group_workers_example_against_a_given_cluster(kafka_bootstrap: str) -> None:
+    proc = run_example("group_workers", "--bootstrap", kafka_bootstrap)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert re.search(r"handled 600 distinct records, (\d+) twice, 0 out of order per account", out), out
+    assert out.rstrip().endswith("lag 0"), out
+    async with Admin(kafka_bootstrap) as admin:
+        assert not [t for t in await admin.list_topics() if t.startswith("payments-")]  # cleaned up
+        assert not [g for g in (await admin.list_groups()).groups if g.group_id.startswith("payments-")]
+
+
 def test_pytest_plugin_example_passes_on_the_embedded_broker() -> None:
     proc = subprocess.run(
         [
@@ -64,3 +75,26 @@ def test_pytest_plugin_example_passes_on_the_embedded_broker() -> None:
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert re.search(r"\b4 passed\b", proc.stdout), proc.stdout
+
+
+def test_pytest_plugin_example_against_a_given_cluster(kafka_bootstrap: str) -> None:
+    """``--kafka-bootstrap``: the tests that run against any Kafka pass there, the ones
+    marked kafka_embedded are skipped."""
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            str(EXAMPLES / "test_with_kafka.py"),
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            f"--kafka-bootstrap={kafka_bootstrap}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"\b2 passed, 2 skipped\b", proc.stdout), proc.stdout
