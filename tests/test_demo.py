@@ -44,6 +44,20 @@ async def test_demo_against_a_given_cluster_cleans_up_its_topic(kafka_bootstrap:
     assert not [t for t in topics if t.startswith("demo-")], topics
 
 
+async def test_demo_readme_job_against_a_given_cluster(kafka_bootstrap: str) -> None:
+    """``python -m aiokafka_lite.demo --bootstrap HOST:PORT`` exactly as the README gives it
+    (default records, partitions and compression)."""
+    proc = _demo("--bootstrap", kafka_bootstrap)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "produced 100,000 keyed records" in out
+    assert "consumed 100,001 records with `async for`" in out
+    assert "lag 0" in out
+    assert "ok: every record consumed exactly once" in out
+    async with Admin(kafka_bootstrap) as admin:
+        assert not [t for t in await admin.list_topics() if t.startswith("demo-")]
+
+
 def test_demo_reports_an_unreachable_cluster_and_exits_non_zero() -> None:
     proc = _demo("--bootstrap", "127.0.0.1:1", "--records", "10")
     assert proc.returncode == 1
