@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import struct
 
 import pytest
 
 from aiokafka_lite.broker import EmbeddedCluster
 from aiokafka_lite.errors import (
     CorruptMessageError,
-    DuplicateSequenceNumberError,
     InvalidProducerEpochError,
     InvalidTopicError,
     MessageSizeTooLargeError,
@@ -121,8 +121,9 @@ def values_of(records: object) -> list[tuple[int, bytes | None]]:
 
 
 async def test_api_versions_lists_registry(kafka_cluster: EmbeddedCluster) -> None:
+    supported = next(e for e in kafka_cluster.registry if e.api_key == ApiVersionsRequest.API_KEY)
     async with await RawClient.connect(kafka_cluster.bootstrap) as c:
-        for v in range(ApiVersionsRequest.MAX_VERSION + 1):
+        for v in range(supported.min_version, supported.max_version + 1):
             resp = await c.request(
                 ApiVersionsRequest(client_software_name="t", client_software_version="1"), v
             )
@@ -150,20 +151,36 @@ async def test_api_versions_unknown_version_falls_back_to_v0(kafka_cluster: Embe
         assert corr == 5
         assert isinstance(resp, ApiVersionsResponse)
         assert resp.error_code == UnsupportedVersionError.code
-        assert any(k.api_key == 18 and k.max_version == ApiVersionsRequest.MAX_VERSION for k in resp.api_keys)
+        # Only ApiVersions' own range, as Kafka answers (the client retries within it).
+        supported = next(e for e in kafka_cluster.registry if e.api_key == 18)
+        assert [(k.api_key, k.min_version, k.max_version) for k in resp.api_keys] == [
+            (18, supported.min_version, supported.max_version)
+        ]
         # The connection stays usable for the retry at a supported version.
         assert (await c.request(ApiVersionsRequest(), 0)).error_code == 0  # type: ignore[attr-defined]
+
+
+async def test_api_versions_unknown_version_with_a_malformed_header_closes(kafka_cluster: EmbeddedCluster) -> None:
+    """Kafka parses an unknown ApiVersions version's header as a flexible (v2) header;
+    without its tagged fields the request cannot be read and the connection closes."""
+    async with await RawClient.connect(kafka_cluster.bootstrap) as c:
+        body = struct.pack(">hhih", 18, 77, 5, 1) + b"x"  # no tagged-fields byte
+        await c.send_raw(struct.pack(">i", len(body)) + body)
+        assert await c.is_closed_by_peer()
 
 
 async def test_metadata_auto_create_and_errors(kafka_cluster_factory) -> None:  # type: ignore[no-untyped-def]
     cluster = await kafka_cluster_factory(brokers=3, default_partitions=4)
     async with await RawClient.connect(cluster.bootstrap) as c:
-        resp = await c.request(
-            MetadataRequest(
-                topics=[MetadataRequest.MetadataRequestTopic(name="auto")], allow_auto_topic_creation=True
-            ),
-            12,
+        auto = MetadataRequest(
+            topics=[MetadataRequest.MetadataRequestTopic(name="auto")], allow_auto_topic_creation=True
         )
+        # As Kafka (KRaft): the request that creates the topic is answered before it is served.
+        resp = await c.request(auto, 12)
+        assert isinstance(resp, MetadataResponse)
+        assert [(t.name, t.error_code) for t in resp.topics] == [("auto", UnknownTopicOrPartitionError.code)]
+        assert "auto" in cluster.state.topics
+        resp = await c.request(auto, 12)
         assert isinstance(resp, MetadataResponse)
         assert sorted(b.node_id for b in resp.brokers) == [1, 2, 3]
         assert resp.cluster_id == cluster.state.cluster_id
@@ -289,11 +306,13 @@ async def test_idempotent_sequences(kafka_cluster: EmbeddedCluster) -> None:
         # A gap is out of order.
         r = await produce(c, "t", 0, batch([b"e"], pid=pid, epoch=0, seq=5))
         assert r.error_code == OutOfOrderSequenceNumberError.code
-        # Push the first batches out of the five-batch cache; retrying them is a duplicate.
+        # Push the first batches out of the five-batch cache: a retry of one cannot be told
+        # from a gap any more, and Kafka answers it OUT_OF_ORDER_SEQUENCE_NUMBER (not
+        # DUPLICATE_SEQUENCE_NUMBER, which Kafka 4.x never sends).
         for i in range(5):
             assert (await produce(c, "t", 0, batch([b"f"], pid=pid, epoch=0, seq=3 + i))).error_code == 0
         r = await produce(c, "t", 0, batch([b"a", b"b"], pid=pid, epoch=0, seq=0))
-        assert r.error_code == DuplicateSequenceNumberError.code
+        assert r.error_code == OutOfOrderSequenceNumberError.code
         # A new epoch restarts at 0; the old epoch is fenced.
         assert (await produce(c, "t", 0, batch([b"g"], pid=pid, epoch=1, seq=3))).error_code == (
             OutOfOrderSequenceNumberError.code

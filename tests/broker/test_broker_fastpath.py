@@ -66,8 +66,17 @@ def test_decode_matches_generated(v: int, txn: str | None, client_id: str | None
 
 @pytest.mark.parametrize("v", VERSIONS)
 def test_encode_matches_generated(v: int) -> None:
+    record_errors = [(1, "Compacted topic cannot accept message without key"), (4, None)] if v >= 8 else []
     topics = [
-        ("t1", TID, [(0, 0, 42, -1, 0, None), (3, 10, -1, -1, 7, "too large" if v >= 8 else None)]),
+        (
+            "t1",
+            TID,
+            [
+                (0, 0, 42, -1, 0, None, []),
+                (3, 10, -1, -1, 7, "too large" if v >= 8 else None, []),
+                (4, 87, -1, -1, 0, "rejected" if v >= 8 else None, record_errors),
+            ],
+        ),
         ("t2", TID, []),
     ]
     resp = ProduceResponse(
@@ -83,8 +92,12 @@ def test_encode_matches_generated(v: int) -> None:
                         log_append_time_ms=t,
                         log_start_offset=s,
                         error_message=m,
+                        record_errors=[
+                            ProduceResponse.BatchIndexAndErrorMessage(batch_index=bi, batch_index_error_message=bm)
+                            for bi, bm in r
+                        ],
                     )
-                    for i, e, b, t, s, m in parts
+                    for i, e, b, t, s, m, r in parts
                 ],
             )
             for name, tid, parts in topics

@@ -11,10 +11,14 @@ from aiokafka_lite.errors import (
 )
 from aiokafka_lite.testing.rawclient import RawClient
 from aiokafka_lite.wire.messages import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
     DeleteRecordsRequest,
     DeleteRecordsResponse,
     FetchRequest,
     FetchResponse,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
     ListOffsetsRequest,
     ListOffsetsResponse,
     OffsetForLeaderEpochRequest,
@@ -35,9 +39,10 @@ def batch(values: list[bytes], *, pid: int = -1, epoch: int = -1, seq: int = -1,
     )
 
 
-async def produce(c: RawClient, topic: str, partition: int, records: bytes) -> int:
+async def produce(c: RawClient, topic: str, partition: int, records: bytes, txn_id: str | None = None) -> int:
     resp = await c.request(
         ProduceRequest(
+            transactional_id=txn_id,
             acks=-1,
             timeout_ms=1000,
             topic_data=[
@@ -162,11 +167,33 @@ async def test_request_recorder_sees_incremental_fetches(kafka_cluster: Embedded
 async def test_read_committed_and_aborted_transactions(kafka_cluster: EmbeddedCluster) -> None:
     kafka_cluster.create_topic("t", 1)
     plog = kafka_cluster.topic("t").partitions[0].log
-    pid_a, pid_b = 7000, 7001
     async with await RawClient.connect(kafka_cluster.bootstrap) as c:
+        # Two transactional producers with the partition in their transactions, as Kafka
+        # requires before it appends transactional batches.
+        pids = {}
+        for tid in ("ta", "tb"):
+            init = await c.request(
+                InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=60000), 4
+            )
+            assert isinstance(init, InitProducerIdResponse) and init.error_code == 0
+            pids[tid] = init.producer_id
+            added = await c.request(
+                AddPartitionsToTxnRequest(
+                    v3_and_below_transactional_id=tid,
+                    v3_and_below_producer_id=init.producer_id,
+                    v3_and_below_producer_epoch=init.producer_epoch,
+                    v3_and_below_topics=[
+                        AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name="t", partitions=[0])
+                    ],
+                ),
+                3,
+            )
+            assert isinstance(added, AddPartitionsToTxnResponse)
+            assert added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0
+        pid_a, pid_b = pids["ta"], pids["tb"]
         await produce(c, "t", 0, batch([b"plain"]))  # offset 0
-        await produce(c, "t", 0, batch([b"a1", b"a2"], pid=pid_a, epoch=0, seq=0, txn=True))  # 1-2
-        await produce(c, "t", 0, batch([b"b1"], pid=pid_b, epoch=0, seq=0, txn=True))  # 3
+        await produce(c, "t", 0, batch([b"a1", b"a2"], pid=pid_a, epoch=0, seq=0, txn=True), "ta")  # 1-2
+        await produce(c, "t", 0, batch([b"b1"], pid=pid_b, epoch=0, seq=0, txn=True), "tb")  # 3
         assert plog.last_stable_offset == 1 and plog.high_watermark == 4
         rc = by_partition(await do_fetch(c, session_fetch(0, -1, {0: 0}, isolation=1)))[0]
         assert rc.last_stable_offset == 1
@@ -225,7 +252,9 @@ async def test_delete_records_and_leader_epochs(kafka_cluster_factory) -> None: 
         p = resp.topics[0].partitions[0]
         assert (p.error_code, p.low_watermark) == (0, 3)
         part = by_partition(await do_fetch(c, session_fetch(0, -1, {0: 2})))[0]
-        assert part.error_code == OffsetOutOfRangeError.code and part.log_start_offset == 3
+        # As Kafka: the error carries no offsets (the client asks ListOffsets for them).
+        assert part.error_code == OffsetOutOfRangeError.code
+        assert (part.high_watermark, part.last_stable_offset, part.log_start_offset) == (-1, -1, -1)
         part = by_partition(await do_fetch(c, session_fetch(0, -1, {0: 3})))[0]
         assert part.error_code == 0 and decode_batches(part.records)[0].base_offset == 2
         resp = await c.request(

@@ -14,9 +14,13 @@ import pytest
 from aiokafka_lite.broker import EmbeddedCluster
 from aiokafka_lite.testing.rawclient import RawClient
 from aiokafka_lite.wire.messages import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
     DeleteRecordsRequest,
     FetchRequest,
     FetchResponse,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
     ProduceRequest,
     ProduceResponse,
 )
@@ -24,10 +28,11 @@ from aiokafka_lite.wire.records import decode_batches, encode_batch
 
 
 async def produce(
-    c: RawClient, records: bytes, partition: int = 0
+    c: RawClient, records: bytes, partition: int = 0, txn_id: str | None = None
 ) -> ProduceResponse.PartitionProduceResponse:
     resp = await c.request(
         ProduceRequest(
+            transactional_id=txn_id,
             acks=-1,
             timeout_ms=1000,
             topic_data=[
@@ -82,7 +87,26 @@ async def test_data_dir_survives_restart(tmp_path: Path) -> None:
                     c, encode_batch([(3, None, b"c", [])], producer_id=pid, producer_epoch=0, base_sequence=0)
                 )
             ).base_offset == 2
-            await produce(
+            # A transactional producer (the next producer id) with the partition in its
+            # transaction, as Kafka requires before appending its batches.
+            init = await c.request(
+                InitProducerIdRequest(transactional_id="tx", transaction_timeout_ms=60000), 4
+            )
+            assert isinstance(init, InitProducerIdResponse) and init.producer_id == pid + 1
+            added = await c.request(
+                AddPartitionsToTxnRequest(
+                    v3_and_below_transactional_id="tx",
+                    v3_and_below_producer_id=pid + 1,
+                    v3_and_below_producer_epoch=0,
+                    v3_and_below_topics=[
+                        AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name="t", partitions=[0])
+                    ],
+                ),
+                3,
+            )
+            assert isinstance(added, AddPartitionsToTxnResponse)
+            assert added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0
+            opened = await produce(
                 c,
                 encode_batch(
                     [(4, None, b"t1", [])],
@@ -91,7 +115,9 @@ async def test_data_dir_survives_restart(tmp_path: Path) -> None:
                     base_sequence=0,
                     is_transactional=True,
                 ),
+                txn_id="tx",
             )  # 3, left open
+            assert opened.error_code == 0, opened
             await produce(c, encode_batch([(5, None, b"d", [])]))  # 4
             await c.request(
                 DeleteRecordsRequest(

@@ -32,7 +32,7 @@ from aiokafka_lite.wire.messages import (
     OffsetFetchRequest,
     TxnOffsetCommitRequest,
 )
-from aiokafka_lite.wire.records import encode_batch
+from aiokafka_lite.wire.records import RecordBatch, as_byte_view, encode_batch, read_batch
 
 NONE = 0
 E = errors
@@ -129,7 +129,9 @@ class Env:
             producer_epoch=epoch,
             base_sequence=seq,
         )
-        return int(self.log(partition).append(data).base_offset)
+        batch = read_batch(as_byte_view(data))
+        assert isinstance(batch, RecordBatch)
+        return int(self.log(partition).append(batch).base_offset)
 
 
 # -- InitProducerId ---------------------------------------------------------------------

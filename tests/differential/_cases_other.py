@@ -950,3 +950,57 @@ async def case_api_versions_bad_software_name(t: Target) -> Observation:
     )
     assert isinstance(resp, ApiVersionsResponse)
     return {"error": resp.error_code}
+
+
+_CONFIG_VALUES = {
+    "segment_bytes_small": ("segment.bytes", "1000"),
+    "segment_bytes_1mb": ("segment.bytes", "1048576"),
+    "retention_ms_minus_2": ("retention.ms", "-2"),
+    "retention_ms_minus_1": ("retention.ms", "-1"),
+    "retention_bytes_minus_5": ("retention.bytes", "-5"),
+    "min_insync_zero": ("min.insync.replicas", "0"),
+    "preallocate_maybe": ("preallocate", "maybe"),
+    "preallocate_TRUE": ("preallocate", "TRUE"),
+    "dirty_ratio_2": ("min.cleanable.dirty.ratio", "2"),
+    "flush_messages_zero": ("flush.messages", "0"),
+    "cleanup_policy_empty": ("cleanup.policy", ""),
+    "cleanup_policy_both": ("cleanup.policy", "compact,delete"),
+    "cleanup_policy_spaces": ("cleanup.policy", "compact, delete"),
+    "compression_brotli": ("compression.type", "brotli"),
+    "compression_uncompressed": ("compression.type", "uncompressed"),
+    "max_message_bytes_negative": ("max.message.bytes", "-1"),
+    "max_message_bytes_zero": ("max.message.bytes", "0"),
+    "timestamp_after_negative": ("message.timestamp.after.max.ms", "-1"),
+    "segment_ms_zero": ("segment.ms", "0"),
+    "max_compaction_lag_zero": ("max.compaction.lag.ms", "0"),
+    "segment_index_bytes_3": ("segment.index.bytes", "3"),
+    "unclean_yes": ("unclean.leader.election.enable", "yes"),
+    "delete_retention_negative": ("delete.retention.ms", "-1"),
+    "retention_ms_float": ("retention.ms", "1.5"),
+    "null_value": ("retention.ms", None),
+}
+
+
+@case("admin")
+async def case_create_topic_config_values(t: Target) -> Observation:
+    c = await t.client()
+    out = {}
+    for key, (name, value) in _CONFIG_VALUES.items():
+        resp = await c.request(
+            CreateTopicsRequest(
+                topics=[
+                    CreateTopicsRequest.CreatableTopic(
+                        name=t.unique("cfg"),
+                        num_partitions=1,
+                        replication_factor=-1,
+                        configs=[CreateTopicsRequest.CreatableTopicConfig(name=name, value=value)],
+                    )
+                ],
+                timeout_ms=30000,
+                validate_only=True,
+            ),
+            7,
+        )
+        assert isinstance(resp, CreateTopicsResponse)
+        out[key] = resp.topics[0].error_code
+    return out

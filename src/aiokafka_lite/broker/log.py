@@ -1,9 +1,10 @@
 """One partition's log: record batches stored exactly as produced.
 
-Produce validates each v2 batch's header and CRC, copies the partition's record set
-once, rewrites the base offset (and partition leader epoch, which the CRC does not
-cover) in place and appends the batch views; fetch hands the stored views back. No
-record is ever decoded.
+Produce checks each batch first (``broker.validation``: Kafka's checks, headers and
+records), then ``append`` applies the producer-state rules, copies the batch once and
+rewrites its base offset, partition leader epoch and, when Kafka would, its max
+timestamp in place; fetch hands the stored views back. Batch headers are read through
+``wire.records`` (the one batch parser), records only where Kafka reads them too.
 
 Besides the batches the log keeps what Kafka keeps per partition: high watermark (one
 replica in practice, so HW = log end offset), log start offset (DeleteRecords,
@@ -16,146 +17,42 @@ ongoing transactions (last stable offset) and the aborted-transaction index
 from __future__ import annotations
 
 import asyncio
-import struct
 import time
 from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from itertools import pairwise
 from typing import Final
 
-import crc32c
-
+from aiokafka_lite.broker.validation import TopicRules
 from aiokafka_lite.errors import (
-    CorruptMessageError,
-    DuplicateSequenceNumberError,
+    CorruptRecordError,
     InvalidProducerEpochError,
-    InvalidRecordError,
     KafkaError,
-    MessageSizeTooLargeError,
     OutOfOrderSequenceNumberError,
+)
+from aiokafka_lite.wire.records import (
+    ControlRecordType,
+    RecordBatch,
+    as_byte_view,
+    build_control_batch,
+    parse_batches,
+    parse_control_record,
+    read_batch,
+    set_base_offset,
+    set_max_timestamp,
+    set_partition_leader_epoch,
 )
 
 __all__ = [
     "AbortedTxn",
     "AppendResult",
-    "BatchInfo",
     "PartitionLog",
     "ProducerBatchMeta",
-    "build_control_batch",
-    "parse_batch_header",
-    "validate_record_set",
 ]
 
-# RecordBatch v2 header (big-endian): baseOffset q, batchLength i, partitionLeaderEpoch i,
-# magic b, crc I, attributes h, lastOffsetDelta i, baseTimestamp q, maxTimestamp q,
-# producerId q, producerEpoch h, baseSequence i, recordsCount i.
-_HEADER: Final = struct.Struct(">qiibIhiqqqhii")
-HEADER_SIZE: Final = _HEADER.size  # 61
-LOG_OVERHEAD: Final = 12  # baseOffset + batchLength precede what batchLength counts
-_Q: Final = struct.Struct(">q")
-_I: Final = struct.Struct(">i")
-_MAX_TS: Final = struct.Struct(">q")
-_CRC_U32: Final = struct.Struct(">I")
-_ATTR: Final = struct.Struct(">h")
-_CRC_START: Final = 21  # CRC-32C covers attributes .. end of batch
-_ATTR_CODEC: Final = 0x07
-_ATTR_LOG_APPEND_TIME: Final = 0x08
-_ATTR_TXN: Final = 0x10
-_ATTR_CONTROL: Final = 0x20
 _MAX_SEQ: Final = 2**31 - 1
 PRODUCER_BATCH_CACHE: Final = 5  # Kafka keeps the last five batches per producer
-
-
-@dataclass(slots=True)
-class BatchInfo:
-    """Header facts of one v2 batch (what the log needs without decoding records)."""
-
-    base_offset: int
-    size: int  # bytes on the wire, header included
-    leader_epoch: int
-    attributes: int
-    last_offset_delta: int
-    base_timestamp: int
-    max_timestamp: int
-    producer_id: int
-    producer_epoch: int
-    base_sequence: int
-    record_count: int
-
-    @property
-    def is_transactional(self) -> bool:
-        return bool(self.attributes & _ATTR_TXN)
-
-    @property
-    def is_control(self) -> bool:
-        return bool(self.attributes & _ATTR_CONTROL)
-
-    @property
-    def last_sequence(self) -> int:
-        if self.base_sequence < 0:
-            return -1
-        return (self.base_sequence + self.last_offset_delta) % (_MAX_SEQ + 1)
-
-
-def parse_batch_header(buf: bytes | bytearray | memoryview, pos: int, end: int) -> BatchInfo:
-    """Parses and checks the v2 header of the batch at ``buf[pos:]`` (no CRC check).
-
-    Raises ``CorruptMessageError`` for a truncated or inconsistent header and
-    ``InvalidRecordError`` for message format v0/v1.
-    """
-    if end - pos < LOG_OVERHEAD + 5:
-        raise CorruptMessageError(f"truncated record batch: {end - pos} bytes")
-    length = _I.unpack_from(buf, pos + 8)[0]
-    if length < 5 or length + LOG_OVERHEAD > end - pos:
-        raise CorruptMessageError(f"record batch length {length} does not fit the {end - pos} bytes given")
-    magic = buf[pos + 16]
-    if magic != 2:
-        # Produce v3+ may only carry v2 batches (Kafka answers INVALID_RECORD too).
-        raise InvalidRecordError(f"record batch magic {magic} (only v2 batches are supported)")
-    if length < HEADER_SIZE - LOG_OVERHEAD:
-        raise CorruptMessageError(f"record batch length {length} is shorter than a v2 header")
-    (base, length, epoch, _magic, _crc, attrs, lod, bts, mts, pid, pepoch, bseq, count) = _HEADER.unpack_from(
-        buf, pos
-    )
-    size = length + LOG_OVERHEAD
-    if count < 0 or lod < 0 or (count and lod != count - 1 and not attrs & _ATTR_CONTROL):
-        raise CorruptMessageError(f"record batch count {count} disagrees with last offset delta {lod}")
-    return BatchInfo(base, size, epoch, attrs, lod, bts, mts, pid, pepoch, bseq, count)
-
-
-def validate_record_set(data: bytes | bytearray | memoryview, max_batch_size: int) -> list[BatchInfo]:
-    """Checks every batch of a produced record set (headers, sizes, CRCs).
-
-    The checks are Kafka's produce-time ones that need no record decoding: v2 format,
-    consistent lengths, CRC-32C, at least one record, no control batches from clients,
-    a producer id on transactional batches, ``max.message.bytes`` per batch.
-    """
-    infos: list[BatchInfo] = []
-    pos = 0
-    end = len(data)
-    if end == 0:
-        raise InvalidRecordError("empty record set")
-    view = data if isinstance(data, memoryview) else memoryview(data)
-    while pos < end:
-        info = parse_batch_header(view, pos, end)
-        if info.size > max_batch_size:
-            raise MessageSizeTooLargeError(
-                f"record batch of {info.size} bytes exceeds max.message.bytes {max_batch_size}"
-            )
-        crc = _CRC_U32.unpack_from(view, pos + 17)[0]
-        if crc32c.crc32c(view[pos + _CRC_START : pos + info.size]) != crc:
-            raise CorruptMessageError("record batch CRC mismatch")
-        if info.record_count == 0:
-            raise InvalidRecordError("record batch without records")
-        if info.is_control:
-            raise InvalidRecordError("clients may not produce control batches")
-        if info.is_transactional and info.producer_id < 0:
-            raise InvalidRecordError("transactional batch without a producer id")
-        infos.append(info)
-        pos += info.size
-    return infos
 
 
 @dataclass(slots=True)
@@ -239,12 +136,20 @@ class PartitionLog:
         self.leader_epoch = leader_epoch
         self.max_timestamp = -1
         self.max_timestamp_offset = -1
-        self.log_append_time = False  # message.timestamp.type=LogAppendTime
+        self.rules = TopicRules()  # the topic configs produce validation applies
         self.retention_bytes = -1
-        self.max_message_bytes = 1048588
         self._waiters: set[asyncio.Future[None]] = set()
         self.on_append: AppendListener | None = None  # persistence hook, gets each stored batch
         self.on_log_start: Callable[[int], None] | None = None
+
+    @property
+    def max_message_bytes(self) -> int:
+        return self.rules.max_message_bytes
+
+    @property
+    def log_append_time(self) -> bool:
+        """message.timestamp.type=LogAppendTime."""
+        return self.rules.log_append_time
 
     # -- offsets -----------------------------------------------------------------
     @property
@@ -267,10 +172,22 @@ class PartitionLog:
         else:
             self.epoch_starts.append((epoch, self.log_end_offset))
 
+    def epoch_for_offset(self, offset: int) -> int:
+        """Leader epoch in which ``offset`` was written (-1 before the log's first epoch)."""
+        found = -1
+        for epoch, start in self.epoch_starts:
+            if start > offset:
+                break
+            found = epoch
+        return found
+
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
-        """(largest epoch <= ``epoch``, its end offset) as OffsetForLeaderEpoch answers it."""
+        """(largest epoch <= ``epoch``, its end offset) as OffsetForLeaderEpoch answers it;
+        (-1, -1) for an epoch above the current one, which this log has never seen."""
         if epoch == self.leader_epoch:
             return epoch, self.log_end_offset
+        if epoch > self.leader_epoch:
+            return -1, -1
         found = -1
         for i, (e, _start) in enumerate(self.epoch_starts):
             if e <= epoch:
@@ -283,56 +200,37 @@ class PartitionLog:
         return e, self.log_end_offset
 
     # -- append ------------------------------------------------------------------
-    def append(
-        self, data: bytes | bytearray | memoryview, infos: list[BatchInfo] | None = None
-    ) -> AppendResult:
-        """Appends a produced record set; validates it unless ``infos`` come from ``validate_record_set``.
+    def append(self, batch: RecordBatch, max_timestamp: int | None = None) -> AppendResult:
+        """Appends one produced batch that passed ``validation.check_batch``.
 
-        Raises a ``BrokerResponseError`` subclass (the produce error code) on rejection.
+        Applies Kafka's producer-state rules first (a retry of a cached batch is answered
+        with its original offset; stale epochs and sequence gaps raise the produce error).
+        ``max_timestamp`` is the true max of the record timestamps (the summary's), which
+        Kafka stores in place of whatever the producer wrote.
         """
-        if infos is None:
-            infos = validate_record_set(data, self.max_message_bytes)
-        # Idempotence first: a retry of a cached batch is answered with its original offset.
-        first = infos[0]
-        pid = first.producer_id
+        pid = batch.producer_id
         if pid >= 0:
-            for info in infos:
-                if info.producer_id != pid or info.producer_epoch != first.producer_epoch:
-                    raise InvalidRecordError("record set mixes producer ids or epochs")
-            dup = self._check_producer(infos)
+            dup = self._check_producer(batch)
             if dup is not None:
                 return AppendResult(dup.base_offset, -1, self.log_start_offset, duplicate=True)
-        buf = bytearray(data)
+        buf = bytearray(batch.buffer)
+        offset = self.log_end_offset
+        set_base_offset(buf, 0, offset)
+        set_partition_leader_epoch(buf, 0, self.leader_epoch)
         now = -1
+        max_ts = batch.max_timestamp
         if self.log_append_time:
-            now = int(time.time() * 1000)
-        pos = 0
-        base_offset = self.log_end_offset
-        offset = base_offset
-        mv = memoryview(buf)
-        epoch = self.leader_epoch
-        for info in infos:
-            size = info.size
-            _Q.pack_into(buf, pos, offset)
-            _I.pack_into(buf, pos + 12, epoch)
-            max_ts = info.max_timestamp
-            if now >= 0:
-                _ATTR.pack_into(buf, pos + 21, info.attributes | _ATTR_LOG_APPEND_TIME)
-                _MAX_TS.pack_into(buf, pos + 35, now)
-                _CRC_U32.pack_into(buf, pos + 17, crc32c.crc32c(mv[pos + _CRC_START : pos + size]))
-                max_ts = now
-            last = offset + info.last_offset_delta
-            self._store(
-                _Stored(
-                    offset, last, max_ts, mv[pos : pos + size], info.producer_id, info.is_transactional, False
-                )
-            )
-            if info.producer_id >= 0:
-                self._record_producer_batch(info, offset, last, max_ts)
-            offset = last + 1
-            pos += size
+            now = max_ts = int(time.time() * 1000)
+            set_max_timestamp(buf, 0, now, log_append_time=True)
+        elif batch.attributes & _ATTR_LOG_APPEND_TIME or (max_timestamp is not None and max_timestamp != max_ts):
+            max_ts = max_ts if max_timestamp is None else max_timestamp
+            set_max_timestamp(buf, 0, max_ts, log_append_time=False)
+        last = offset + batch.last_offset_delta
+        self._store(_Stored(offset, last, max_ts, memoryview(buf), pid, batch.is_transactional, False))
+        if pid >= 0:
+            self._record_producer_batch(batch, offset, last, max_ts)
         self._after_append()
-        return AppendResult(base_offset, now, self.log_start_offset)
+        return AppendResult(offset, now, self.log_start_offset)
 
     def _store(self, s: _Stored) -> None:
         self._batches.append(s)
@@ -370,88 +268,87 @@ class PartitionLog:
         Rebuilds producer, transaction and epoch state from the headers; a truncated
         tail (a crash mid-write) is ignored; returns the length of the valid prefix.
         """
-        view = memoryview(buf)
-        pos, end = 0, len(view)
-        while pos < end:
-            try:
-                info = parse_batch_header(view, pos, end)
-            except KafkaError:
-                break
-            chunk = view[pos : pos + info.size]
-            last = info.base_offset + info.last_offset_delta
-            if info.leader_epoch > self.leader_epoch:
-                self.set_leader_epoch(info.leader_epoch)
-            hook, self.on_append = self.on_append, None
-            try:
-                self._store(
-                    _Stored(
-                        info.base_offset,
-                        last,
-                        info.max_timestamp,
-                        chunk,
-                        info.producer_id,
-                        info.is_transactional,
-                        info.is_control,
-                    )
-                )
-            finally:
-                self.on_append = hook
-            if info.is_control:
-                self._apply_control(
-                    info.producer_id, info.producer_epoch, _control_is_commit(chunk), info.base_offset
-                )
-            elif info.producer_id >= 0:
-                self._record_producer_batch(info, info.base_offset, last, info.max_timestamp)
-            pos += info.size
+        view = as_byte_view(buf)
+        pos = 0
+        try:
+            for batch in parse_batches(view):
+                if not isinstance(batch, RecordBatch):
+                    break  # this log only ever stores v2 batches
+                self._restore(batch)
+                pos = batch.position + batch.size_in_bytes
+        except CorruptRecordError:
+            pass  # a torn tail: the valid prefix is what counts
         return pos
 
-    # -- idempotence -------------------------------------------------------------
-    def _check_producer(self, infos: list[BatchInfo]) -> ProducerBatchMeta | None:
-        """Kafka's sequence rules; returns the cached batch when this is a retry of it."""
-        first = infos[0]
-        pid, epoch = first.producer_id, first.producer_epoch
-        state = self.producers.get(pid)
-        if first.base_sequence < 0:
-            if first.is_transactional:
-                raise InvalidRecordError("transactional batch without a sequence number")
-            return None  # transactional/plain producer id without idempotence
-        if state is None:
-            return None  # unknown producer: any sequence starts it (Kafka accepts after retention)
-        if epoch < state.epoch:
-            raise InvalidProducerEpochError(f"producer epoch {epoch} is older than the current {state.epoch}")
-        if epoch == state.epoch and len(infos) == 1:
-            for meta in state.batches:
-                if meta.first_seq == first.base_sequence and meta.last_seq == first.last_sequence:
-                    return meta
-        if epoch == state.epoch:
-            if state.batches and not _in_sequence(state.last_seq, first.base_sequence):
-                if _seq_at_or_before(first.base_sequence, state.last_seq):
-                    # A retry of a batch older than the cache: its offset is gone.
-                    raise DuplicateSequenceNumberError(
-                        f"sequence {first.base_sequence} was already written (last {state.last_seq})"
-                    )
-                raise OutOfOrderSequenceNumberError(
-                    f"out of order sequence {first.base_sequence} (expected {_next_seq(state.last_seq)})"
+    def _restore(self, batch: RecordBatch) -> None:
+        base = batch.base_offset
+        last = batch.last_offset
+        if batch.partition_leader_epoch > self.leader_epoch:
+            self.set_leader_epoch(batch.partition_leader_epoch)
+        hook, self.on_append = self.on_append, None
+        try:
+            self._store(
+                _Stored(
+                    base,
+                    last,
+                    batch.max_timestamp,
+                    batch.buffer,
+                    batch.producer_id,
+                    batch.is_transactional,
+                    batch.is_control,
                 )
-        elif first.base_sequence != 0:
-            raise OutOfOrderSequenceNumberError(
-                f"new producer epoch {epoch} must start at sequence 0, not {first.base_sequence}"
             )
-        for prev, info in pairwise(infos):
-            if not _in_sequence(prev.last_sequence, info.base_sequence):
-                raise OutOfOrderSequenceNumberError("batches of one record set are not contiguous")
+        finally:
+            self.on_append = hook
+        if batch.is_control:
+            self._apply_control(batch.producer_id, batch.producer_epoch, _is_commit_marker(batch), base)
+        elif batch.producer_id >= 0:
+            self._record_producer_batch(batch, base, last, batch.max_timestamp)
+
+    # -- idempotence -------------------------------------------------------------
+    def _check_producer(self, batch: RecordBatch) -> ProducerBatchMeta | None:
+        """Kafka's producer-state rules for a batch with a producer id; returns the cached
+        batch when this is a retry of one (answered with its original offsets)."""
+        pid, epoch = batch.producer_id, batch.producer_epoch
+        state = self.producers.get(pid)
+        if state is None:
+            return None  # unknown producer (or one whose state expired): any sequence starts it
+        if epoch == state.epoch:
+            for meta in state.batches:
+                if meta.first_seq == batch.base_sequence and meta.last_seq == batch.last_sequence:
+                    return meta
+        if epoch < state.epoch:
+            raise InvalidProducerEpochError(
+                f"Epoch of producer {pid} is {epoch}, which is smaller than the last seen epoch {state.epoch}"
+            )
+        first_seq = batch.base_sequence
+        if epoch != state.epoch:
+            if first_seq != 0:
+                raise OutOfOrderSequenceNumberError(
+                    f"Invalid sequence number for new epoch of producer {pid}: {epoch} (request epoch), "
+                    f"{first_seq} (seq. number), {state.epoch} (current producer epoch)"
+                )
+        elif not _in_sequence(state.last_seq, first_seq):
+            # Also a retry of a batch older than the five cached ones: Kafka cannot tell
+            # it from a gap and refuses it the same way.
+            raise OutOfOrderSequenceNumberError(
+                f"Out of order sequence number for producer {pid}: {first_seq} (incoming seq. number), "
+                f"{state.last_seq} (current end sequence number)"
+            )
         return None
 
-    def _record_producer_batch(self, info: BatchInfo, base: int, last: int, ts: int) -> None:
-        pid = info.producer_id
+    def _record_producer_batch(self, batch: RecordBatch, base: int, last: int, ts: int) -> None:
+        pid = batch.producer_id
         state = self.producers.get(pid)
-        if state is None or info.producer_epoch > state.epoch:
+        if state is None or batch.producer_epoch > state.epoch:
             old_coord = state.coordinator_epoch if state is not None else -1
-            state = ProducerState(info.producer_epoch, coordinator_epoch=old_coord)
+            state = ProducerState(batch.producer_epoch, coordinator_epoch=old_coord)
             self.producers[pid] = state
-        if info.base_sequence >= 0:
-            state.batches.append(ProducerBatchMeta(info.base_sequence, info.last_sequence, base, last, ts))
-        if info.is_transactional and pid not in self.ongoing_txns:
+        if batch.base_sequence >= 0:
+            state.batches.append(
+                ProducerBatchMeta(batch.base_sequence, batch.last_sequence, base, last, ts)
+            )
+        if batch.is_transactional and pid not in self.ongoing_txns:
             self.ongoing_txns[pid] = base
 
     # -- transactions ------------------------------------------------------------
@@ -477,7 +374,7 @@ class PartitionLog:
         offset = self.log_end_offset
         data = build_control_batch(
             base_offset=offset,
-            leader_epoch=self.leader_epoch,
+            partition_leader_epoch=self.leader_epoch,
             producer_id=producer_id,
             producer_epoch=producer_epoch,
             commit=commit,
@@ -553,12 +450,11 @@ class PartitionLog:
         for b in self._batches[self._first :]:
             if b.max_ts < ts or b.is_control:
                 continue
-            if _log_append_time(b.buf):
-                return max(b.base, self.log_start_offset), b.max_ts
-            from aiokafka_lite.wire.records import decode_batches
-
             try:
-                batch = decode_batches(b.buf, check_crc=False)[0]
+                batch = read_batch(as_byte_view(b.buf))
+                assert isinstance(batch, RecordBatch)
+                if batch.attributes & _ATTR_LOG_APPEND_TIME:
+                    return max(b.base, self.log_start_offset), b.max_ts
                 for rec in batch.records():
                     if rec.timestamp >= ts and rec.offset >= self.log_start_offset:
                         return rec.offset, rec.timestamp
@@ -621,65 +517,12 @@ def _in_sequence(last_seq: int, next_seq: int) -> bool:
     return next_seq == _next_seq(last_seq)
 
 
-def _seq_at_or_before(seq: int, last_seq: int) -> bool:
-    return 0 <= seq <= last_seq
-
-
-def _log_append_time(batch: memoryview | bytes) -> bool:
-    return bool(_ATTR.unpack_from(batch, 21)[0] & _ATTR_LOG_APPEND_TIME)
-
-
-def _control_is_commit(batch: memoryview | bytes) -> bool:
-    # The single control record's key is (version int16, type int16); find it after the
-    # record's length/attributes/deltas varints: parse minimally.
-    pos = HEADER_SIZE
-    pos = _skip_varint(batch, pos)  # length
-    pos += 1  # attributes
-    pos = _skip_varint(batch, pos)  # timestamp delta
-    pos = _skip_varint(batch, pos)  # offset delta
-    pos = _skip_varint(batch, pos)  # key length
-    if pos + 4 > len(batch):
+def _is_commit_marker(batch: RecordBatch) -> bool:
+    try:
+        records = batch.records()
+        return bool(records) and parse_control_record(records[0])[0] == ControlRecordType.COMMIT
+    except KafkaError:
         return False
-    return int.from_bytes(batch[pos + 2 : pos + 4], "big") == 1
 
 
-def _skip_varint(buf: memoryview | bytes, pos: int) -> int:
-    while pos < len(buf) and buf[pos] & 0x80:
-        pos += 1
-    return pos + 1
-
-
-def _varint(v: int) -> bytes:
-    v = (v << 1) ^ (v >> 63)
-    out = bytearray()
-    while v > 0x7F:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
-
-
-def build_control_batch(
-    *,
-    base_offset: int,
-    leader_epoch: int,
-    producer_id: int,
-    producer_epoch: int,
-    commit: bool,
-    coordinator_epoch: int,
-    timestamp: int,
-) -> bytes:
-    """A transaction marker batch: one control record, key (0, type), value (0, coordinator epoch)."""
-    key = struct.pack(">hh", 0, 1 if commit else 0)
-    value = struct.pack(">hi", 0, coordinator_epoch)
-    body = (
-        b"\x00" + _varint(0) + _varint(0) + _varint(len(key)) + key + _varint(len(value)) + value + _varint(0)
-    )
-    record = _varint(len(body)) + body
-    attrs = _ATTR_TXN | _ATTR_CONTROL
-    after_crc = (
-        struct.pack(">hiqqqhii", attrs, 0, timestamp, timestamp, producer_id, producer_epoch, -1, 1) + record
-    )
-    crc = crc32c.crc32c(after_crc)
-    length = 4 + 1 + 4 + len(after_crc)  # leader epoch + magic + crc + rest
-    return struct.pack(">qiibI", base_offset, length, leader_epoch, 2, crc) + after_crc
+_ATTR_LOG_APPEND_TIME: Final = 0x08

@@ -407,6 +407,12 @@ class _Connection(asyncio.Protocol):
             raise CloseConnection(f"unknown api key {api_key}")
         if not entry.min_version <= api_version <= entry.max_version:
             if api_key == API_VERSIONS:
+                # KIP-511: an ApiVersions from a newer client is answered in the v0 format
+                # once its (flexible, v2) header parses, as Kafka does; else Kafka closes.
+                try:
+                    parse_request_header(frame, 2)
+                except (KafkaError, struct.error, IndexError, ValueError):
+                    raise CloseConnection(f"ApiVersions v{api_version} with a malformed header") from None
                 await self._write(self._api_versions_fallback(corr))
                 return
             raise CloseConnection(f"unsupported version {api_version} of api key {api_key}")
@@ -519,12 +525,14 @@ class _Connection(asyncio.Protocol):
         return b"".join([cls._encoded_head(result, api_key, api_version, corr), *result.parts])
 
     def _api_versions_fallback(self, corr: int) -> bytes:
-        """UNSUPPORTED_VERSION in a v0 body listing what we support (KIP-511 fallback)."""
+        """UNSUPPORTED_VERSION in a v0 body listing the ApiVersions versions we support,
+        and only those, as Kafka does (KIP-511 fallback: the client retries with one)."""
         resp = ApiVersionsResponse(
             error_code=UnsupportedVersionError.code,
             api_keys=[
                 ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
                 for k, lo, hi in self.broker.registry.version_ranges()
+                if k == API_VERSIONS
             ],
         )
         return encode_response(resp, 0, corr)

@@ -13,11 +13,12 @@ import base64
 import logging
 import re
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from aiokafka_lite.broker.log import PartitionLog
+from aiokafka_lite.broker.validation import TopicRules
 from aiokafka_lite.errors import (
     InvalidConfigError,
     InvalidPartitionsError,
@@ -61,7 +62,7 @@ TOPIC_CONFIG_DEFAULTS: Final[dict[str, str]] = {
     "index.interval.bytes": "4096",
     "max.compaction.lag.ms": "9223372036854775807",
     "max.message.bytes": "1048588",
-    "message.timestamp.after.max.ms": "9223372036854775807",
+    "message.timestamp.after.max.ms": "3600000",  # Kafka 4.0 lowered it from Long.MAX to an hour
     "message.timestamp.before.max.ms": "9223372036854775807",
     "message.timestamp.type": "CreateTime",
     "min.cleanable.dirty.ratio": "0.5",
@@ -76,7 +77,88 @@ TOPIC_CONFIG_DEFAULTS: Final[dict[str, str]] = {
     "segment.ms": "604800000",
     "unclean.leader.election.enable": "false",
 }
-_ENFORCED_TOPIC_CONFIGS: Final = frozenset({"max.message.bytes", "message.timestamp.type", "retention.bytes"})
+_ENFORCED_TOPIC_CONFIGS: Final = frozenset(
+    {
+        "cleanup.policy",
+        "max.message.bytes",
+        "message.timestamp.after.max.ms",
+        "message.timestamp.before.max.ms",
+        "message.timestamp.type",
+        "retention.bytes",
+    }
+)
+
+_INT_MIN: Final = -(2**31)
+_INT_MAX: Final = 2**31 - 1
+_LONG_MIN: Final = -(2**63)
+_LONG_MAX: Final = 2**63 - 1
+
+
+def _number(kind: str, lo: float, hi: float) -> Callable[[str], str | None]:
+    """A validator of Kafka's INT/LONG/DOUBLE configs in ``[lo, hi]`` (the problem, or None)."""
+
+    def check(value: str) -> str | None:
+        text = value.strip()
+        try:
+            number: float = float(text) if kind == "double" else int(text)
+        except ValueError:
+            return f"value must be a {kind}"
+        if (kind == "int" and not _INT_MIN <= number <= _INT_MAX) or not _LONG_MIN <= number <= _LONG_MAX:
+            return f"value is out of range for a {kind}"
+        if not lo <= number <= hi:
+            return f"value must be at least {lo:g}" if hi in (_INT_MAX, _LONG_MAX) else f"value must be in [{lo:g}, {hi:g}]"
+        return None
+
+    return check
+
+
+def _one_of(*allowed: str) -> Callable[[str], str | None]:
+    def check(value: str) -> str | None:
+        return None if value.strip() in allowed else f"value must be one of {', '.join(allowed)}"
+
+    return check
+
+
+def _list_of(*allowed: str) -> Callable[[str], str | None]:
+    def check(value: str) -> str | None:
+        items = [v.strip() for v in value.split(",") if v.strip()]
+        bad = [v for v in items if v not in allowed]
+        return f"{', '.join(bad)} not in {', '.join(allowed)}" if bad else None
+
+    return check
+
+
+def _boolean(value: str) -> str | None:
+    return None if value.strip().lower() in ("true", "false") else "value must be true or false"
+
+
+# Kafka 4.x LogConfig's types and validators for the topic configs this broker knows.
+_TOPIC_CONFIG_CHECKS: Final[dict[str, Callable[[str], str | None]]] = {
+    "cleanup.policy": _list_of("compact", "delete"),
+    "compression.type": _one_of("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+    "delete.retention.ms": _number("long", 0, _LONG_MAX),
+    "file.delete.delay.ms": _number("long", 0, _LONG_MAX),
+    "flush.messages": _number("long", 1, _LONG_MAX),
+    "flush.ms": _number("long", 0, _LONG_MAX),
+    "index.interval.bytes": _number("int", 0, _INT_MAX),
+    "max.compaction.lag.ms": _number("long", 1, _LONG_MAX),
+    "max.message.bytes": _number("int", 0, _INT_MAX),
+    "message.timestamp.after.max.ms": _number("long", 0, _LONG_MAX),
+    "message.timestamp.before.max.ms": _number("long", 0, _LONG_MAX),
+    "message.timestamp.type": _one_of("CreateTime", "LogAppendTime"),
+    "min.cleanable.dirty.ratio": _number("double", 0, 1),
+    "min.compaction.lag.ms": _number("long", 0, _LONG_MAX),
+    "min.insync.replicas": _number("int", 1, _INT_MAX),
+    "preallocate": _boolean,
+    "retention.bytes": _number("long", _LONG_MIN, _LONG_MAX),
+    "retention.ms": _number("long", -1, _LONG_MAX),
+    # Kafka 4.1 raised the minimum from 14 bytes to 1 MiB (4.0 still accepts smaller).
+    "segment.bytes": _number("int", 1024 * 1024, _INT_MAX),
+    "segment.index.bytes": _number("int", 4, _INT_MAX),
+    "segment.jitter.ms": _number("long", 0, _LONG_MAX),
+    "segment.ms": _number("long", 1, _LONG_MAX),
+    "unclean.leader.election.enable": _boolean,
+}
 
 BROKER_CONFIG_DEFAULTS: Final[dict[str, str]] = {
     "auto.create.topics.enable": "true",
@@ -301,23 +383,17 @@ class ClusterState:
             raise InvalidTopicError(f"topic name {name!r} has characters outside [a-zA-Z0-9._-]")
 
     @staticmethod
-    def validate_topic_configs(configs: dict[str, str]) -> None:
+    def validate_topic_configs(configs: Mapping[str, str | None]) -> None:
+        """INVALID_CONFIG for an unknown topic config or a value Kafka's validators refuse."""
         for k, v in configs.items():
             if k not in TOPIC_CONFIG_DEFAULTS:
                 raise InvalidConfigError(f"unknown topic config {k!r}")
-            if k in (
-                "max.message.bytes",
-                "retention.bytes",
-                "retention.ms",
-                "segment.bytes",
-                "min.insync.replicas",
-            ):
-                try:
-                    int(v)
-                except ValueError:
-                    raise InvalidConfigError(f"{k} must be an integer, not {v!r}") from None
-            if k == "message.timestamp.type" and v not in ("CreateTime", "LogAppendTime"):
-                raise InvalidConfigError(f"{k} must be CreateTime or LogAppendTime")
+            if v is None:
+                raise InvalidConfigError(f"null value for topic config {k}")
+            check = _TOPIC_CONFIG_CHECKS.get(k)
+            problem = check(v) if check is not None else None
+            if problem is not None:
+                raise InvalidConfigError(f"Invalid value {v} for configuration {k}: {problem}")
 
     def _assign_replicas(self, num_partitions: int, replication_factor: int, start: int) -> list[list[int]]:
         ids = sorted(b.node_id for b in self.live_brokers()) or sorted(self.brokers)
@@ -430,12 +506,16 @@ class ClusterState:
     def apply_topic_configs(self, topic: Topic, plog: PartitionLog | None = None) -> None:
         """Pushes the enforced topic configs into the partition logs."""
         logs = [plog] if plog is not None else [p.log for p in topic.partitions]
-        max_bytes = int(topic.configs.get("max.message.bytes", self.config.message_max_bytes))
-        lat = topic.config("message.timestamp.type") == "LogAppendTime"
+        rules = TopicRules(
+            max_message_bytes=int(topic.configs.get("max.message.bytes", self.config.message_max_bytes)),
+            compacted="compact" in (p.strip() for p in topic.config("cleanup.policy").split(",")),
+            log_append_time=topic.config("message.timestamp.type").strip() == "LogAppendTime",
+            timestamp_before_max_ms=int(topic.config("message.timestamp.before.max.ms")),
+            timestamp_after_max_ms=int(topic.config("message.timestamp.after.max.ms")),
+        )
         retention = int(topic.config("retention.bytes"))
         for lg in logs:
-            lg.max_message_bytes = max_bytes
-            lg.log_append_time = lat
+            lg.rules = rules
             lg.retention_bytes = retention
 
     def set_topic_configs(self, topic: Topic, configs: dict[str, str | None], *, incremental: bool) -> None:

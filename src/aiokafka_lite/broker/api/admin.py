@@ -17,6 +17,7 @@ from aiokafka_lite.errors import (
     InvalidRequestError,
     TopicAuthorizationFailedError,
     TransactionalIdAuthorizationFailedError,
+    UnknownServerError,
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
 )
@@ -392,7 +393,8 @@ async def incremental_alter_configs(ctx: RequestContext, req: Request) -> Respon
                         items = [i for i in items if i not in vals]
                     changes[c.name] = ",".join(items)
                 else:
-                    raise InvalidRequestError(f"unknown config operation {c.config_operation}")
+                    # Kafka fails looking the operation up and answers UNKNOWN_SERVER_ERROR.
+                    raise UnknownServerError(f"unknown config operation {c.config_operation}")
             _alter(state, r.resource_type, r.resource_name, changes, True, req.validate_only)
         except BrokerResponseError as e:
             res.error_code = e.code

@@ -151,8 +151,9 @@ def decode_produce_request(frame: bytes, pos: int, v: int) -> ProduceRequest:
     return ProduceRequest(transactional_id=txn, acks=acks, timeout_ms=timeout, topic_data=topics)
 
 
-# (index, error code, base offset, log append time, log start offset, error message)
-PartitionResult = tuple[int, int, int, int, int, str | None]
+# (index, error code, base offset, log append time, log start offset, error message,
+#  record errors as (batch index, message))
+PartitionResult = tuple[int, int, int, int, int, str | None, Sequence[tuple[int, str | None]]]
 
 
 def _varint_bytes(n: int) -> bytes:
@@ -164,10 +165,19 @@ def _varint_bytes(n: int) -> bytes:
     return bytes(out)
 
 
+def _string(out: bytearray, value: str | None, flex: bool) -> None:
+    if value is None:
+        out += b"\x00" if flex else b"\xff\xff"
+        return
+    raw = value.encode()
+    out += _varint_bytes(len(raw) + 1) if flex else _H.pack(len(raw))
+    out += raw
+
+
 def encode_produce_response(
     v: int, topics: Sequence[tuple[str, uuid.UUID, Sequence[PartitionResult]]]
 ) -> bytes:
-    """ProduceResponse v3+ body without per-record errors, leaders or node endpoints."""
+    """ProduceResponse v3+ body without leaders or node endpoints."""
     flex = v >= _PRODUCE_FLEXIBLE
     out = bytearray(_varint_bytes(len(topics) + 1) if flex else _I.pack(len(topics)))
     for name, topic_id, parts in topics:
@@ -178,18 +188,18 @@ def encode_produce_response(
             out += _varint_bytes(len(raw) + 1) if flex else _H.pack(len(raw))
             out += raw
         out += _varint_bytes(len(parts) + 1) if flex else _I.pack(len(parts))
-        for index, error, base, append_time, log_start, message in parts:
+        for index, error, base, append_time, log_start, message, record_errors in parts:
             out += _PART_V3.pack(index, error, base, append_time)
             if v >= 5:
                 out += _Q.pack(log_start)
             if v >= 8:
-                out += b"\x01" if flex else b"\x00\x00\x00\x00"  # no record errors
-                if message is None:
-                    out += b"\x00" if flex else b"\xff\xff"
-                else:
-                    raw = message.encode()
-                    out += _varint_bytes(len(raw) + 1) if flex else _H.pack(len(raw))
-                    out += raw
+                out += _varint_bytes(len(record_errors) + 1) if flex else _I.pack(len(record_errors))
+                for batch_index, batch_message in record_errors:
+                    out += _I.pack(batch_index)
+                    _string(out, batch_message, flex)
+                    if flex:
+                        out.append(0)
+                _string(out, message, flex)
             if flex:
                 out.append(0)
         if flex:

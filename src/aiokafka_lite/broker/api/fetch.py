@@ -204,6 +204,7 @@ def _read_all(
         off = w.fetch_offset
         if off < plog.log_start_offset or off > hw:
             r.error = OffsetOutOfRangeError.code
+            r.hw = r.lso = r.log_start = -1  # Kafka reports no offsets with this error
             errors = True
             continue
         upper = r.lso if isolation == READ_COMMITTED else hw

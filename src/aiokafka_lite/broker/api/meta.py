@@ -128,10 +128,14 @@ async def metadata(ctx: RequestContext, req: Request) -> Response:
                     topics.append(_error_topic(name, ZERO_UUID, UnknownTopicOrPartitionError))
                     continue
                 try:
-                    t = state.create_topic(name, -1, -1)
+                    state.create_topic(name, -1, -1)
                 except BrokerResponseError as e:
                     topics.append(_error_topic(name, ZERO_UUID, type(e)))
                     continue
+                # Kafka answers the request that triggers the creation before the topic
+                # is served (KRaft: UNKNOWN_TOPIC_OR_PARTITION); the client asks again.
+                topics.append(_error_topic(name, ZERO_UUID, UnknownTopicOrPartitionError))
+                continue
             topics.append(_topic_metadata(state, t, include_ops))
     return MetadataResponse(
         brokers=[

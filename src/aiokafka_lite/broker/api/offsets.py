@@ -75,6 +75,8 @@ async def list_offsets(ctx: RequestContext, req: Request) -> Response:
                 )
             elif ts in (EARLIEST, EARLIEST_LOCAL):
                 pr.offset = plog.log_start_offset
+                if ctx.api_version >= 4:
+                    pr.leader_epoch = plog.epoch_for_offset(pr.offset)
             elif ts == LATEST_TIERED:
                 pr.offset = -1  # nothing is tiered
             elif ts == EARLIEST_PENDING_UPLOAD:
@@ -93,6 +95,9 @@ async def list_offsets(ctx: RequestContext, req: Request) -> Response:
                         pr.offset, pr.timestamp = -1, -1
             else:
                 pr.error_code = InvalidRequestError.code
+            if ctx.api_version >= 4 and ts not in (LATEST, EARLIEST, EARLIEST_LOCAL) and not pr.error_code:
+                # A found offset carries the epoch it was written in; nothing found, none.
+                pr.leader_epoch = plog.epoch_for_offset(pr.offset) if pr.offset >= 0 else -1
         topics.append(ListOffsetsResponse.ListOffsetsTopicResponse(name=t.name, partitions=parts))
     return ListOffsetsResponse(topics=topics)
 

@@ -1,29 +1,47 @@
-"""Produce: validate batch headers and CRCs, assign offsets, append. No record decoding."""
+"""Produce: Kafka's checks in Kafka's order, then the append. Records are walked, never built.
+
+Order (as a Kafka 4.x broker): transactional records without a transactional id fail
+the whole request (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); per partition, an unknown
+topic/partition, then the request-level record checks (``check_request_records``);
+then invalid ``acks`` fail what is left; then internal topics, leadership, the
+transaction check (a transactional batch for a partition not added to its
+transaction), and finally the log's checks (``check_batch``) and producer state.
+"""
 
 from __future__ import annotations
 
+import time
 from typing import Final
 
 from aiokafka_lite.broker.api.common import NOT_LEADER, CloseConnection
 from aiokafka_lite.broker.api.fastpath import encode_produce_response
 from aiokafka_lite.broker.context import EncodedResponse, HandlerRegistry, RequestContext
-from aiokafka_lite.broker.log import validate_record_set
-from aiokafka_lite.broker.state import ClusterState, Topic
+from aiokafka_lite.broker.state import ClusterState, Partition, Topic
+from aiokafka_lite.broker.transactions import get_txn_coordinator
+from aiokafka_lite.broker.validation import RecordErrors, check_batch, check_request_records
 from aiokafka_lite.errors import (
     BrokerResponseError,
-    CorruptMessageError,
+    InvalidProducerEpochError,
     InvalidRequiredAcksError,
+    InvalidTopicError,
+    KafkaError,
+    TransactionAbortableError,
+    TransactionalIdAuthorizationFailedError,
     UnknownServerError,
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
 )
+from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.message import Request, Response
 from aiokafka_lite.wire.messages import ProduceRequest, ProduceResponse
 from aiokafka_lite.wire.primitives import ZERO_UUID
+from aiokafka_lite.wire.records import RecordBatch, as_byte_view, read_batch
 
 __all__ = ["register"]
 
 _VALID_ACKS: Final = (-1, 0, 1)
+_INTERNAL: Final = frozenset({"__consumer_offsets", "__transaction_state"})
+_ATTR_TRANSACTIONAL: Final = 0x10
 
 
 def register(registry: HandlerRegistry) -> None:
@@ -39,18 +57,34 @@ def node_endpoints(state: ClusterState, leaders: set[int]) -> list[ProduceRespon
     return out
 
 
+def _has_transactional_records(req: ProduceRequest) -> bool:
+    """Kafka looks at the first batch of every partition's records."""
+    for td in req.topic_data:
+        for pd in td.partition_data:
+            if pd.records is None:
+                continue
+            try:
+                batch = read_batch(as_byte_view(pd.records))
+            except KafkaError:
+                continue  # malformed: the record checks answer for it
+            if isinstance(batch, RecordBatch) and batch.attributes & _ATTR_TRANSACTIONAL:
+                return True
+    return False
+
+
 async def produce(ctx: RequestContext, req: Request) -> Response | EncodedResponse | None:
     assert isinstance(req, ProduceRequest)
     state = ctx.cluster
     v = ctx.api_version
     acks = req.acks
-    if acks not in _VALID_ACKS:
+    if req.transactional_id is None and _has_transactional_records(req):
         if acks == 0:
-            raise CloseConnection("invalid acks")
-        return _all_failed(req, v, InvalidRequiredAcksError.code)
+            raise CloseConnection("transactional records without a transactional id (acks=0)")
+        return _all_failed(req, v, TransactionalIdAuthorizationFailedError.code)
     failed = False
     moved_leaders: set[int] = set()
     responses = []
+    accepted: list[tuple[Topic, Partition, ProduceResponse.PartitionProduceResponse, RecordBatch]] = []
     for td in req.topic_data:
         topic: Topic | None
         if v >= 13:
@@ -64,45 +98,73 @@ async def produce(ctx: RequestContext, req: Request) -> Response | EncodedRespon
             pr = ProduceResponse.PartitionProduceResponse(index=pd.index, base_offset=-1)
             parts.append(pr)
             if topic is None or not 0 <= pd.index < len(topic.partitions):
-                pr.error_code = missing
+                # Kafka's coordinator topics exist once used; the embedded coordinators keep
+                # their state without them, and clients may never write there.
+                pr.error_code = InvalidTopicError.code if topic is None and td.name in _INTERNAL else missing
                 failed = True
                 continue
-            p = topic.partitions[pd.index]
-            plog = p.log
-            if p.leader_id != ctx.broker_id:
-                pr.error_code = NOT_LEADER
-                failed = True
-                if v >= 10 and state.is_alive(p.leader_id):
-                    pr.current_leader = ProduceResponse.LeaderIdAndEpoch(
-                        leader_id=p.leader_id, leader_epoch=p.leader_epoch
-                    )
-                    moved_leaders.add(p.leader_id)
-                continue
-            data = pd.records
+            if pd.records is None:
+                # Kafka's request handler fails on null records and never answers the
+                # request; closing the connection is the prompt equivalent.
+                raise CloseConnection(f"produce request with null records for {td.name}-{pd.index}")
             try:
-                if data is None:
-                    raise CorruptMessageError("null record set")
-                infos = validate_record_set(data, plog.max_message_bytes)
-                result = plog.append(data, infos)
+                batch = check_request_records(pd.records, v)
             except BrokerResponseError as e:
-                pr.error_code = e.code
-                pr.error_message = e.message
-                pr.log_start_offset = plog.log_start_offset
+                _refuse(pr, e)
                 failed = True
                 continue
-            except Exception as e:  # a bug must not take the connection down with it
-                pr.error_code = UnknownServerError.code
-                pr.error_message = str(e)
-                failed = True
-                continue
-            pr.base_offset = result.base_offset
-            pr.log_append_time_ms = result.log_append_time
-            pr.log_start_offset = result.log_start_offset
+            accepted.append((topic, topic.partitions[pd.index], pr, batch))
         responses.append(
             ProduceResponse.TopicProduceResponse(
                 name=td.name, topic_id=td.topic_id if v >= 13 else ZERO_UUID, partition_responses=parts
             )
         )
+    if acks not in _VALID_ACKS:
+        for _topic, _p, pr, _batch in accepted:
+            pr.error_code = InvalidRequiredAcksError.code
+        accepted = []
+        failed = True
+    now_ms = int(time.time() * 1000)
+    for topic, p, pr, batch in accepted:
+        plog = p.log
+        pr.log_start_offset = plog.log_start_offset
+        if topic.internal:
+            _refuse(pr, InvalidTopicError(f"Cannot append to internal topic {topic.name}"))
+            failed = True
+            continue
+        if p.leader_id != ctx.broker_id:
+            pr.error_code = NOT_LEADER
+            failed = True
+            if v >= 10 and state.is_alive(p.leader_id):
+                pr.current_leader = ProduceResponse.LeaderIdAndEpoch(
+                    leader_id=p.leader_id, leader_epoch=p.leader_epoch
+                )
+                moved_leaders.add(p.leader_id)
+            continue
+        try:
+            if batch.is_transactional:
+                _check_in_transaction(state, req.transactional_id, TopicPartition(topic.name, p.index), batch)
+            summary = check_batch(batch, plog.rules, now_ms)
+            result = plog.append(batch, summary.max_timestamp)
+        except RecordErrors as e:
+            _refuse(pr, e.error)
+            pr.record_errors = [
+                ProduceResponse.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
+                for i, m in e.record_errors
+            ]
+            failed = True
+            continue
+        except BrokerResponseError as e:
+            _refuse(pr, e)
+            failed = True
+            continue
+        except Exception as e:  # a bug must not take the connection down with it
+            _refuse(pr, UnknownServerError(str(e)))
+            failed = True
+            continue
+        pr.base_offset = result.base_offset
+        pr.log_append_time_ms = result.log_append_time
+        pr.log_start_offset = result.log_start_offset
     if acks == 0:
         if failed:
             # Kafka closes the connection so that a fire-and-forget client notices.
@@ -126,6 +188,7 @@ async def produce(ctx: RequestContext, req: Request) -> Response | EncodedRespon
                         pr.log_append_time_ms,
                         pr.log_start_offset,
                         pr.error_message,
+                        [(e.batch_index, e.batch_index_error_message) for e in pr.record_errors or ()],
                     )
                     for pr in tr.partition_responses
                 ],
@@ -134,6 +197,37 @@ async def produce(ctx: RequestContext, req: Request) -> Response | EncodedRespon
         ],
     )
     return EncodedResponse([body], len(body))
+
+
+def _refuse(pr: ProduceResponse.PartitionProduceResponse, error: BrokerResponseError) -> None:
+    pr.error_code = error.code
+    pr.error_message = error.message
+    pr.base_offset = -1
+
+
+def _check_in_transaction(
+    state: ClusterState, transactional_id: str | None, tp: TopicPartition, batch: RecordBatch
+) -> None:
+    """Kafka 4.x verifies with the transaction coordinator that a transactional batch's
+    partition was added to its open transaction before appending it (KIP-890).
+
+    The embedded coordinator speaks transaction protocol version 1, so there is no
+    implicit AddPartitionsToTxn (Produce v12+ against a version-2 coordinator).
+    """
+    coordinator = get_txn_coordinator(state)
+    if coordinator is None or transactional_id is None:
+        return
+    meta = coordinator.txns.get(transactional_id)
+    if meta is not None and meta.producer_id == batch.producer_id and batch.producer_epoch < meta.producer_epoch:
+        raise InvalidProducerEpochError(
+            f"producer epoch {batch.producer_epoch} is older than the transaction's {meta.producer_epoch}"
+        )
+    errors = coordinator.verify_partitions(transactional_id, batch.producer_id, batch.producer_epoch, [tp])
+    if errors.get(tp, 0):
+        raise TransactionAbortableError(
+            f"{tp.topic}-{tp.partition} is not part of the producer's ongoing transaction "
+            "(AddPartitionsToTxn must come first)"
+        )
 
 
 def _all_failed(req: ProduceRequest, v: int, code: int) -> ProduceResponse:

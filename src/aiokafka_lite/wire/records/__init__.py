@@ -21,6 +21,7 @@ from ._frames import (
     scan_batches,
     set_base_offset,
     set_log_append_time,
+    set_max_timestamp,
     set_partition_leader_epoch,
 )
 from ._legacy import LegacyRecordBatch
@@ -68,5 +69,6 @@ __all__ = [
     "scan_batches",
     "set_base_offset",
     "set_log_append_time",
+    "set_max_timestamp",
     "set_partition_leader_epoch",
 ]

@@ -221,14 +221,25 @@ def set_partition_leader_epoch(buf: bytearray | memoryview, pos: int, epoch: int
     _I32.pack_into(buf, pos + V2_LEADER_EPOCH_OFFSET, epoch)
 
 
-def set_log_append_time(buf: bytearray | memoryview, pos: int, timestamp: int) -> None:
-    """Mark a v2 batch LOG_APPEND_TIME with ``timestamp`` as max timestamp; recomputes the CRC."""
+def set_max_timestamp(buf: bytearray | memoryview, pos: int, timestamp: int, *, log_append_time: bool) -> None:
+    """Set a v2 batch's max timestamp and timestamp type (attributes bit 3), recomputing
+    the CRC: what a broker does to a produced batch (the true max of its records for
+    CreateTime, the append time for LogAppendTime)."""
     _check_v2(buf, pos)
     (length,) = _I32.unpack_from(buf, pos + 8)
     end = pos + LOG_OVERHEAD + length
     if length < V2_HEADER_SIZE - LOG_OVERHEAD or end > len(buf):
         raise ValueError(f"batch at byte {pos} is truncated")
     (attributes,) = _I16.unpack_from(buf, pos + V2_ATTRIBUTES_OFFSET)
-    _I16.pack_into(buf, pos + V2_ATTRIBUTES_OFFSET, attributes | ATTR_TIMESTAMP_TYPE)
+    if log_append_time:
+        attributes |= ATTR_TIMESTAMP_TYPE
+    else:
+        attributes &= ~ATTR_TIMESTAMP_TYPE
+    _I16.pack_into(buf, pos + V2_ATTRIBUTES_OFFSET, attributes)
     _I64.pack_into(buf, pos + V2_MAX_TIMESTAMP_OFFSET, timestamp)
     _U32.pack_into(buf, pos + V2_CRC_OFFSET, crc32c(memoryview(buf)[pos + V2_ATTRIBUTES_OFFSET : end]))
+
+
+def set_log_append_time(buf: bytearray | memoryview, pos: int, timestamp: int) -> None:
+    """Mark a v2 batch LOG_APPEND_TIME with ``timestamp`` as max timestamp; recomputes the CRC."""
+    set_max_timestamp(buf, pos, timestamp, log_append_time=True)
