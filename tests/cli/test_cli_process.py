@@ -1,4 +1,5 @@
-"""``aiokafka-lite`` as real processes: the console script, the broker command, pipes, signals."""
+"""``aiokafka-lite`` as real processes: the console script, the broker command, pipes, signals.
+The client commands run against the session's Kafka (Apache Kafka with --kafka=apache)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,16 @@ def run(
     *args: str, input: bytes | None = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run([*CLI, *args], input=input, capture_output=True, timeout=60, check=False, env=env)
+
+
+@pytest.fixture
+def pre_topic(kafka_bootstrap: str) -> dict[str, str]:
+    """The environment of a command using the session's Kafka (embedded, or Apache Kafka with
+    --kafka=apache), whose topic ``pre`` has 2 partitions."""
+    env = {**os.environ, "KAFKA_BOOTSTRAP": kafka_bootstrap}
+    created = run("topics", "create", "pre", "--partitions", "2", env=env)
+    assert created.returncode == 0, created.stderr
+    return env
 
 
 @pytest.fixture
@@ -85,9 +96,8 @@ def test_a_second_broker_on_a_used_port_fails_clearly(
     assert b"cannot listen" in result.stderr
 
 
-def test_sigterm_stops_a_group_consumer_cleanly(broker_process: tuple[subprocess.Popen[bytes], str]) -> None:
-    _, bootstrap = broker_process
-    env = {**os.environ, "KAFKA_BOOTSTRAP": bootstrap}
+def test_sigterm_stops_a_group_consumer_cleanly(pre_topic: dict[str, str]) -> None:
+    env = pre_topic
     assert run("produce", "pre", "-q", input=b"a\nb\nc\n", env=env).returncode == 0
     consumer = subprocess.Popen(
         [*CLI, "consume", "pre", "--group", "sig", "--from-beginning"],
@@ -111,11 +121,8 @@ def test_sigterm_stops_a_group_consumer_cleanly(broker_process: tuple[subprocess
     assert desc["total_lag"] == 0
 
 
-def test_consume_into_a_closed_pipe_exits_quietly(
-    broker_process: tuple[subprocess.Popen[bytes], str],
-) -> None:
-    _, bootstrap = broker_process
-    env = {**os.environ, "KAFKA_BOOTSTRAP": bootstrap}
+def test_consume_into_a_closed_pipe_exits_quietly(pre_topic: dict[str, str]) -> None:
+    env = pre_topic
     lines = b"".join(b"%d\n" % i for i in range(20_000))
     assert run("produce", "pre", "-p", "0", "-q", input=lines, env=env).returncode == 0
     result = subprocess.run(
@@ -131,13 +138,10 @@ def test_consume_into_a_closed_pipe_exits_quietly(
     assert b"Traceback" not in result.stderr, result.stderr
 
 
-def test_produce_shows_a_progress_bar_with_rate_on_a_terminal(
-    broker_process: tuple[subprocess.Popen[bytes], str], tmp_path: Path
-) -> None:
+def test_produce_shows_a_progress_bar_with_rate_on_a_terminal(kafka_bootstrap: str, tmp_path: Path) -> None:
     import pty
 
-    _, bootstrap = broker_process
-    env = {**os.environ, "KAFKA_BOOTSTRAP": bootstrap, "COLUMNS": "160", "TERM": "xterm"}
+    env = {**os.environ, "KAFKA_BOOTSTRAP": kafka_bootstrap, "COLUMNS": "160", "TERM": "xterm"}
     path = tmp_path / "big.txt"
     path.write_bytes(b"".join(b"%07d\n" % i for i in range(600_000)))  # 4.8 MB: a "long input"
     master, slave = pty.openpty()
