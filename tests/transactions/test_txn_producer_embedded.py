@@ -1,6 +1,6 @@
-"""The transactional producer against the embedded cluster: visibility at both
-isolation levels, fencing, offsets in transactions, abortable and fatal errors,
-coordinator moves, timeouts and the request flow."""
+"""The transactional producer, on the embedded cluster or on Apache Kafka (--kafka=apache):
+visibility at both isolation levels, fencing, offsets in transactions, abortable and fatal
+errors, coordinator moves and failures, timeouts and the request flow."""
 
 from __future__ import annotations
 
@@ -8,12 +8,13 @@ import asyncio
 from typing import Any
 
 import pytest
-from txn_testlib import broker_config, read_topic, values
+from txn_testlib import crash_broker, read_topic, short_session_ms, stable_group_offsets, txn_cluster, values
 
 from aiokafka_lite import Consumer, Producer, TopicPartition
 from aiokafka_lite import errors as E
 from aiokafka_lite.admin import Admin
 from aiokafka_lite.broker.cluster import EmbeddedCluster
+from aiokafka_lite.net import CoordinatorType
 from aiokafka_lite.produce.transaction import TxnState
 from aiokafka_lite.wire.messages import (
     AddOffsetsToTxnRequest,
@@ -100,8 +101,10 @@ async def test_calls_in_the_wrong_state(kafka_cluster: EmbeddedCluster) -> None:
     assert values(await read_topic(kafka_cluster.bootstrap, T, 1, "read_committed")) == [b"inside"]
 
 
-async def test_second_producer_fences_the_first(kafka_cluster_factory: Any) -> None:
-    cluster: EmbeddedCluster = await kafka_cluster_factory(brokers=3)
+async def test_second_producer_fences_the_first(
+    request: pytest.FixtureRequest, kafka_mode: str, kafka_cluster_factory: Any
+) -> None:
+    cluster = await txn_cluster(request, brokers=3)
     cluster.create_topic(T, 3)
     zombie = txn_producer(cluster, "tx-fence")
     await zombie.start()
@@ -155,26 +158,26 @@ async def test_offsets_commit_with_the_transaction(kafka_cluster: EmbeddedCluste
         async with p.transaction():
             await p.send(T, b"one")
             await p.send_offsets_to_transaction({tp0: 5, tp1: 7}, "offsets-group")
-        committed = await admin.list_group_offsets("offsets-group")
-        assert {tp: o.offset for tp, o in committed.items()} == {tp0: 5, tp1: 7}
+        assert await stable_group_offsets(admin, "offsets-group") == {tp0: 5, tp1: 7}
 
         await p.begin_transaction()
         await p.send_offsets_to_transaction({tp0: 50}, "offsets-group")
         await p.abort_transaction()
-        committed = await admin.list_group_offsets("offsets-group")
-        assert committed[tp0].offset == 5
+        assert (await stable_group_offsets(admin, "offsets-group"))[tp0] == 5
 
         # Offsets alone (no records) make a transaction too.
         async with p.transaction():
             await p.send_offsets_to_transaction({tp1: 9}, "offsets-group")
-        assert (await admin.list_group_offsets("offsets-group"))[tp1].offset == 9
+        assert (await stable_group_offsets(admin, "offsets-group"))[tp1] == 9
     # A consumer of the group starts from them.
     async with Consumer(kafka_cluster.bootstrap, group_id="offsets-group", enable_auto_commit=False) as c:
         assert await c.committed(tp0) == 5 and await c.committed(tp1) == 9
 
 
-async def test_stale_group_generation_is_abortable(kafka_cluster_factory: Any) -> None:
-    cluster: EmbeddedCluster = await kafka_cluster_factory(config=broker_config())
+async def test_stale_group_generation_is_abortable(
+    request: pytest.FixtureRequest, kafka_mode: str, kafka_cluster_factory: Any
+) -> None:
+    cluster = await txn_cluster(request)
     cluster.create_topic(T, 1)
     cluster.create_topic("src", 1)
     consumer = Consumer(
@@ -182,7 +185,7 @@ async def test_stale_group_generation_is_abortable(kafka_cluster_factory: Any) -
         topics="src",
         group_id="kip447",
         enable_auto_commit=False,
-        session_timeout_ms=1500,
+        session_timeout_ms=short_session_ms(cluster),
         heartbeat_interval_ms=100,
     )
     async with consumer, txn_producer(cluster) as p:
@@ -209,6 +212,7 @@ async def test_stale_group_generation_is_abortable(kafka_cluster_factory: Any) -
     assert values(await read_topic(cluster.bootstrap, T, 1, "read_committed")) == [b"after", b"ok"]
 
 
+@pytest.mark.kafka_embedded  # inject_error
 async def test_abortable_add_partitions_error(kafka_cluster: EmbeddedCluster) -> None:
     kafka_cluster.create_topic(T, 1)
     async with txn_producer(kafka_cluster) as p:
@@ -229,6 +233,7 @@ async def test_abortable_add_partitions_error(kafka_cluster: EmbeddedCluster) ->
     assert values(await read_topic(kafka_cluster.bootstrap, T, 1, "read_committed")) == [b"allowed"]
 
 
+@pytest.mark.kafka_embedded  # inject_error, record_requests
 async def test_sequence_error_aborts_and_bumps_the_epoch(kafka_cluster: EmbeddedCluster) -> None:
     kafka_cluster.create_topic(T, 1)
     async with txn_producer(kafka_cluster, retry_backoff_ms=10) as p:
@@ -255,6 +260,7 @@ async def test_sequence_error_aborts_and_bumps_the_epoch(kafka_cluster: Embedded
     assert values(await read_topic(kafka_cluster.bootstrap, T, 1, "read_committed")) == [b"first", b"second"]
 
 
+@pytest.mark.kafka_embedded  # observe, record_requests
 async def test_request_flow(kafka_cluster: EmbeddedCluster) -> None:
     """One AddPartitionsToTxn for partitions created together, before any of their
     data; transactional batches with the producer id; EndTxn at the end."""
@@ -285,6 +291,7 @@ async def test_request_flow(kafka_cluster: EmbeddedCluster) -> None:
     assert [e.committed for e in ends] == [True]
 
 
+@pytest.mark.kafka_embedded  # record_requests
 async def test_empty_transaction_needs_no_coordinator_round_trip(kafka_cluster: EmbeddedCluster) -> None:
     async with txn_producer(kafka_cluster) as p:
         with kafka_cluster.record_requests(EndTxnRequest, AddOffsetsToTxnRequest) as rec:
@@ -317,6 +324,7 @@ async def test_abort_fails_unsent_records(kafka_cluster: EmbeddedCluster) -> Non
     assert await read_topic(kafka_cluster.bootstrap, T, 1, "read_uncommitted") == []
 
 
+@pytest.mark.kafka_embedded  # move_transaction_coordinator, inject_error; on Kafka: the killed test
 async def test_coordinator_moves_and_concurrent_transactions_are_retried(kafka_cluster_factory: Any) -> None:
     cluster: EmbeddedCluster = await kafka_cluster_factory(brokers=3)
     cluster.create_topic(T, 3)
@@ -333,6 +341,7 @@ async def test_coordinator_moves_and_concurrent_transactions_are_retried(kafka_c
     assert str(txn_state(cluster, "tx-move").state) == "CompleteCommit"
 
 
+@pytest.mark.kafka_embedded  # add_latency
 async def test_commit_timeout_goes_on_and_can_be_awaited_again(kafka_cluster: EmbeddedCluster) -> None:
     kafka_cluster.create_topic(T, 1)
     async with txn_producer(kafka_cluster) as p:
@@ -349,18 +358,46 @@ async def test_commit_timeout_goes_on_and_can_be_awaited_again(kafka_cluster: Em
     assert values(await read_topic(kafka_cluster.bootstrap, T, 1, "read_committed")) == [b"slow"]
 
 
+async def transaction_ended(admin: Admin, tp: TopicPartition) -> bool:
+    """Whether no transaction is open on ``tp``: its last stable offset has caught up with
+    its high watermark (a commit or abort marker ended the last one)."""
+    lso = (await admin.list_offsets({tp: "latest"}, isolation_level="read_committed"))[tp].offset
+    hw = (await admin.list_offsets({tp: "latest"}))[tp].offset
+    return lso == hw
+
+
+async def wait_until(check: Any, what: str, limit_s: float = 30.0) -> None:
+    try:
+        async with asyncio.timeout(limit_s):
+            while not await check():  # noqa: ASYNC110 - a remote condition, polled
+                await asyncio.sleep(0.1)
+    except TimeoutError:
+        raise AssertionError(f"not within {limit_s} s: {what}") from None
+
+
 async def test_transaction_timeout_fences_the_producer(kafka_cluster: EmbeddedCluster) -> None:
+    """The coordinator aborts a transaction open longer than transaction_timeout_ms (Kafka
+    checks every 10 s, transaction.abort.timed.out.transaction.cleanup.interval.ms) and
+    bumps the epoch: the producer learns it is fenced when it tries to commit."""
     kafka_cluster.create_topic(T, 1)
-    async with txn_producer(kafka_cluster, "tx-slow", transaction_timeout_ms=60000) as p:
+    tp = TopicPartition(T, 0)
+    async with (
+        txn_producer(kafka_cluster, "tx-slow", transaction_timeout_ms=1000) as p,
+        Admin(kafka_cluster.bootstrap) as admin,
+    ):
         await p.begin_transaction()
         await p.send(T, b"too-late")
-        assert kafka_cluster.state.services["transactions"].abort_timed_out("tx-slow")  # type: ignore[attr-defined]
+        await wait_until(lambda: transaction_ended(admin, tp), "the coordinator aborted the transaction")
         with pytest.raises(E.ProducerFencedError):
             await p.commit_transaction()
         assert p.transaction_state is TxnState.FATAL_ERROR
     assert await read_topic(kafka_cluster.bootstrap, T, 1, "read_committed") == []
+    assert [r.value for r in await read_topic(kafka_cluster.bootstrap, T, 1, "read_uncommitted")] == [
+        b"too-late"
+    ]
 
 
+@pytest.mark.kafka_embedded  # record_requests, internal state; on Kafka: the test after it
 async def test_close_aborts_an_open_transaction(kafka_cluster: EmbeddedCluster) -> None:
     kafka_cluster.create_topic(T, 1)
     p = txn_producer(kafka_cluster, "tx-close")
@@ -374,6 +411,48 @@ async def test_close_aborts_an_open_transaction(kafka_cluster: EmbeddedCluster) 
     assert await read_topic(kafka_cluster.bootstrap, T, 1, "read_committed") == []
 
 
+async def test_close_ends_an_open_transaction_with_an_abort(kafka_cluster: EmbeddedCluster) -> None:
+    """What readers see of the test above: once the producer has closed, the transaction
+    is over (an abort marker after the record) and its record is never visible."""
+    kafka_cluster.create_topic(T, 1)
+    tp = TopicPartition(T, 0)
+    p = txn_producer(kafka_cluster, "tx-close-seen")
+    await p.start()
+    await p.begin_transaction()
+    await p.send(T, b"dropped")
+    async with Admin(kafka_cluster.bootstrap) as admin:
+        assert not await transaction_ended(admin, tp)
+        await p.close()
+        await wait_until(lambda: transaction_ended(admin, tp), "the transaction ended", limit_s=10)
+    assert kafka_cluster.high_watermark(T, 0) == 2  # the record and the marker
+    assert await read_topic(kafka_cluster.bootstrap, T, 1, "read_committed") == []
+    assert [r.value for r in await read_topic(kafka_cluster.bootstrap, T, 1, "read_uncommitted")] == [
+        b"dropped"
+    ]
+
+
+async def test_transaction_coordinator_killed_mid_transaction(
+    request: pytest.FixtureRequest, kafka_mode: str, kafka_cluster_factory: Any
+) -> None:
+    """The transaction coordinator's broker dies while a transaction is open: the commit
+    finds the new coordinator (the transaction log is replicated) and completes; the next
+    transaction works, and read_committed readers see both, once."""
+    cluster = await txn_cluster(request, replicated=True)
+    cluster.create_topic(T, 3)
+    async with txn_producer(cluster, "tx-crash") as p:
+        await p.begin_transaction()
+        await p.send_batch(T, [b"a%d" % i for i in range(10)])
+        coordinator = await p.client.find_coordinator("tx-crash", CoordinatorType.TRANSACTION)
+        await crash_broker(cluster, coordinator)
+        await p.commit_transaction()
+        async with p.transaction():
+            await p.send_batch(T, [b"b%d" % i for i in range(5)])
+        assert p.transaction_state is TxnState.READY
+    rc = await read_topic(cluster.bootstrap, T, 3, "read_committed")
+    assert values(rc) == sorted([b"a%d" % i for i in range(10)] + [b"b%d" % i for i in range(5)])
+
+
+@pytest.mark.kafka_embedded  # inject_error
 async def test_start_fails_cleanly_when_init_is_fatal(kafka_cluster: EmbeddedCluster) -> None:
     kafka_cluster.inject_error(InitProducerIdRequest, E.TransactionalIdAuthorizationFailedError.code)
     p = txn_producer(kafka_cluster, "tx-denied")
@@ -384,6 +463,7 @@ async def test_start_fails_cleanly_when_init_is_fatal(kafka_cluster: EmbeddedClu
         await p.start()
 
 
+@pytest.mark.kafka_embedded  # record_requests
 async def test_txn_offset_commit_carries_the_member(kafka_cluster: EmbeddedCluster) -> None:
     kafka_cluster.create_topic("src", 1)
     meta_cls = __import__("aiokafka_lite.groups", fromlist=["ConsumerGroupMetadata"]).ConsumerGroupMetadata
@@ -404,6 +484,7 @@ async def test_txn_offset_commit_carries_the_member(kafka_cluster: EmbeddedClust
     assert req.transactional_id == "tx-1"
 
 
+@pytest.mark.kafka_embedded  # drop_connection
 async def test_lost_responses_are_retried_safely(kafka_cluster: EmbeddedCluster) -> None:
     """AddPartitionsToTxn and EndTxn executed by the broker but their responses lost:
     the retries find the work done."""
@@ -419,6 +500,7 @@ async def test_lost_responses_are_retried_safely(kafka_cluster: EmbeddedCluster)
     assert values(await read_topic(kafka_cluster.bootstrap, T, 1, "read_committed")) == [b"one", b"two"]
 
 
+@pytest.mark.kafka_embedded  # add_latency, record_requests
 async def test_abort_while_partitions_are_being_added(kafka_cluster: EmbeddedCluster) -> None:
     kafka_cluster.create_topic(T, 1)
     async with txn_producer(kafka_cluster, linger_ms=0) as p:
