@@ -1,4 +1,5 @@
-"""Exactly-once consume-transform-produce with ``TransactSession`` on the embedded cluster.
+"""Exactly-once consume-transform-produce with ``TransactSession``, on the embedded cluster
+or on Apache Kafka (--kafka=apache).
 
 The pipeline test runs two instances in one group over 20,000 input records, adds a
 third instance and removes it again (two rebalances), kills one instance in the middle
@@ -14,7 +15,7 @@ import contextlib
 from typing import Any
 
 import pytest
-from txn_testlib import broker_config, read_topic, values
+from txn_testlib import read_topic, short_session_ms, txn_cluster, values
 
 from aiokafka_lite import Producer, TopicPartition
 from aiokafka_lite import errors as E
@@ -29,19 +30,24 @@ IN, OUT = "eos-in", "eos-out"
 IN_PARTS, OUT_PARTS = 6, 4
 GROUP = "eos"
 
-FAST_GROUP = {"session_timeout_ms": 1500, "heartbeat_interval_ms": 100, "auto_offset_reset": "earliest"}
+FAST_GROUP = {"heartbeat_interval_ms": 100, "auto_offset_reset": "earliest"}
+
+
+def fast_group(cluster: EmbeddedCluster) -> dict[str, Any]:
+    """Consumer options for short group timers (as short as the cluster allows)."""
+    return {**FAST_GROUP, "session_timeout_ms": short_session_ms(cluster)}
 
 
 class Worker:
     """One pipeline instance: input value v becomes output b"out-" + v (key v)."""
 
-    def __init__(self, bootstrap: str, tid: str, **consumer_options: Any) -> None:
+    def __init__(self, cluster: EmbeddedCluster, tid: str, **consumer_options: Any) -> None:
         self.session = TransactSession(
-            bootstrap,
+            cluster.bootstrap,
             group_id=GROUP,
             transactional_id=tid,
             topics=[IN],
-            consumer_options={**FAST_GROUP, "max_poll_records": 250, **consumer_options},
+            consumer_options={**fast_group(cluster), "max_poll_records": 250, **consumer_options},
             producer_options={"linger_ms": 2, "transaction_timeout_ms": 30000},
         )
         self.freeze = False
@@ -110,9 +116,11 @@ async def wait_for(predicate: Any, what: str, limit_s: float = 60.0) -> None:
         raise AssertionError(f"timed out waiting for {what}") from None
 
 
-async def test_exactly_once_pipeline_with_crash_and_rebalances(kafka_cluster_factory: Any) -> None:
+async def test_exactly_once_pipeline_with_crash_and_rebalances(
+    request: pytest.FixtureRequest, kafka_mode: str, kafka_cluster_factory: Any
+) -> None:
     n = 20_000
-    cluster: EmbeddedCluster = await kafka_cluster_factory(brokers=3, config=broker_config())
+    cluster = await txn_cluster(request, brokers=3)
     cluster.create_topic(IN, IN_PARTS)
     cluster.create_topic(OUT, OUT_PARTS)
     source = Producer(cluster.bootstrap, linger_ms=5)
@@ -144,14 +152,14 @@ async def test_exactly_once_pipeline_with_crash_and_rebalances(kafka_cluster_fac
     await admin.start()
     try:
         await feed(6000)
-        a, b = Worker(cluster.bootstrap, "tx-a"), Worker(cluster.bootstrap, "tx-b")
+        a, b = Worker(cluster, "tx-a"), Worker(cluster, "tx-b")
         workers += [a, b]
         await a.start()
         await b.start()
         await wait_for(lambda: progress(2000), "first progress")
 
         # Rebalances in the middle: a third instance joins, works, and leaves.
-        c = Worker(cluster.bootstrap, "tx-c")
+        c = Worker(cluster, "tx-c")
         workers.append(c)
         await c.start()
         await feed_until(lambda: c.committed >= 3, "commits by the third instance", 4000)
@@ -168,10 +176,11 @@ async def test_exactly_once_pipeline_with_crash_and_rebalances(kafka_cluster_fac
         workers.remove(a)
 
         # The restarted instance fences its predecessor and aborts its transaction.
-        a2 = Worker(cluster.bootstrap, "tx-a")
+        a2 = Worker(cluster, "tx-a")
         workers.append(a2)
         await a2.start()
-        assert str(cluster.state.services["transactions"].txns["tx-a"].state) != "Ongoing"  # type: ignore[attr-defined]
+        if isinstance(cluster, EmbeddedCluster):  # (Kafka's coordinator state is not inspectable)
+            assert str(cluster.state.services["transactions"].txns["tx-a"].state) != "Ongoing"  # type: ignore[attr-defined]
         await feed(n - produced)
 
         await wait_for(lambda: progress(n), "all input committed", limit_s=90)
@@ -194,11 +203,13 @@ async def test_exactly_once_pipeline_with_crash_and_rebalances(kafka_cluster_fac
     assert c.committed >= 3 and a2.committed >= 1 and b.committed >= 1
 
 
-async def test_revocation_aborts_the_open_transaction(kafka_cluster_factory: Any) -> None:
+async def test_revocation_aborts_the_open_transaction(
+    request: pytest.FixtureRequest, kafka_mode: str, kafka_cluster_factory: Any
+) -> None:
     """A member whose partitions are revoked mid-transaction aborts it before giving
     them up; the output of the aborted batch never becomes visible, and the batch is
     processed again (by whoever owns the partitions next)."""
-    cluster: EmbeddedCluster = await kafka_cluster_factory(config=broker_config())
+    cluster = await txn_cluster(request)
     cluster.create_topic(IN, 2)
     cluster.create_topic(OUT, 1)
     async with Producer(cluster.bootstrap) as source:
@@ -206,8 +217,8 @@ async def test_revocation_aborts_the_open_transaction(kafka_cluster_factory: Any
             await source.enqueue(IN, b"%d" % i, partition=i % 2)
     # Eager assignment: a join revokes every partition of every member.
     eager = {"partition_assignment_strategy": ("range",)}
-    first = Worker(cluster.bootstrap, "tx-first", **eager)
-    second = Worker(cluster.bootstrap, "tx-second", **eager)
+    first = Worker(cluster, "tx-first", **eager)
+    second = Worker(cluster, "tx-second", **eager)
     revoked_in_txn = asyncio.Event()
     try:
         await first.session.start()
@@ -253,13 +264,15 @@ async def _total_is(admin: Admin, n: int) -> bool:
     return await committed_total(admin) >= n
 
 
-async def test_handler_error_aborts_and_input_is_consumed_again(kafka_cluster_factory: Any) -> None:
-    cluster: EmbeddedCluster = await kafka_cluster_factory(config=broker_config())
+async def test_handler_error_aborts_and_input_is_consumed_again(
+    request: pytest.FixtureRequest, kafka_mode: str, kafka_cluster_factory: Any
+) -> None:
+    cluster = await txn_cluster(request)
     cluster.create_topic(IN, 1)
     cluster.create_topic(OUT, 1)
     async with Producer(cluster.bootstrap) as source:
         await source.send_batch(IN, [b"%d" % i for i in range(10)])
-    w = Worker(cluster.bootstrap, "tx-err")
+    w = Worker(cluster, "tx-err")
     calls = 0
 
     async def flaky(batch: dict[TopicPartition, list[Record]], producer: Producer) -> None:
@@ -295,8 +308,11 @@ def test_session_forces_read_committed() -> None:
         )
 
 
-async def test_commit_timeout_can_be_retried(kafka_cluster_factory: Any) -> None:
-    cluster: EmbeddedCluster = await kafka_cluster_factory(config=broker_config())
+@pytest.mark.kafka_embedded  # add_latency
+async def test_commit_timeout_can_be_retried(
+    request: pytest.FixtureRequest, kafka_mode: str, kafka_cluster_factory: Any
+) -> None:
+    cluster = await txn_cluster(request)
     cluster.create_topic(IN, 1)
     cluster.create_topic(OUT, 1)
     async with Producer(cluster.bootstrap) as source:
@@ -306,7 +322,7 @@ async def test_commit_timeout_can_be_retried(kafka_cluster_factory: Any) -> None
         group_id=GROUP,
         transactional_id="tx-slow-commit",
         topics=[IN],
-        consumer_options=FAST_GROUP,
+        consumer_options=fast_group(cluster),
         producer_options={"max_block_ms": 300},
     )
     async with session:
