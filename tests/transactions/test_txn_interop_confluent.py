@@ -9,7 +9,7 @@ import uuid
 from typing import Any
 
 import pytest
-from txn_testlib import read_topic
+from txn_testlib import read_topic, threaded_cluster
 
 from aiokafka_lite import Consumer, Producer, TopicPartition
 
@@ -63,9 +63,9 @@ async def ours(bootstrap: str, isolation: str) -> list[tuple[int, int, bytes]]:
 
 
 async def test_confluent_readers_agree_with_ours_on_our_transactions(
-    kafka_threaded_cluster_factory: Any,
+    request: pytest.FixtureRequest, kafka_mode: str, kafka_threaded_cluster_factory: Any
 ) -> None:
-    tc = kafka_threaded_cluster_factory(brokers=3, topics={TOPIC: PARTS})
+    tc = threaded_cluster(request, {TOPIC: PARTS}, brokers=3)
     bs = tc.bootstrap
     async with Producer(bs, transactional_id="ours-tx", linger_ms=1) as p:
         async with p.transaction():
@@ -93,10 +93,12 @@ async def test_confluent_readers_agree_with_ours_on_our_transactions(
     assert len(rc_theirs) == 100
 
 
-async def test_we_read_confluent_transactions(kafka_threaded_cluster_factory: Any) -> None:
+async def test_we_read_confluent_transactions(
+    request: pytest.FixtureRequest, kafka_mode: str, kafka_threaded_cluster_factory: Any
+) -> None:
     from confluent_kafka import Producer as CProducer
 
-    tc = kafka_threaded_cluster_factory(brokers=1, topics={TOPIC: PARTS})
+    tc = threaded_cluster(request, {TOPIC: PARTS})
     bs = tc.bootstrap
 
     def write() -> None:
@@ -132,11 +134,11 @@ async def test_we_read_confluent_transactions(kafka_threaded_cluster_factory: An
 
 
 async def test_confluent_consumer_starts_from_offsets_we_committed_in_a_transaction(
-    kafka_threaded_cluster_factory: Any,
+    request: pytest.FixtureRequest, kafka_mode: str, kafka_threaded_cluster_factory: Any
 ) -> None:
     from confluent_kafka import Consumer as CConsumer
 
-    tc = kafka_threaded_cluster_factory(brokers=1, topics={TOPIC: PARTS, "src": 1})
+    tc = threaded_cluster(request, {TOPIC: PARTS, "src": 1})
     bs = tc.bootstrap
     async with Producer(bs, transactional_id="ours-offsets") as p:
         async with p.transaction():
