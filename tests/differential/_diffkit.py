@@ -29,6 +29,8 @@ from aiokafka_lite.wire.message import Request, Response
 from aiokafka_lite.wire.messages import (
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
+    ApiVersionsRequest,
+    ApiVersionsResponse,
     CreateTopicsRequest,
     CreateTopicsResponse,
     EndTxnRequest,
@@ -81,6 +83,8 @@ class Target:
 
     name: str
     bootstrap: str
+    #: "4.0" for Kafka 4.0.x, else "newest" (the behaviour the embedded broker follows).
+    generation: str = "newest"
     _clients: list[RawClient] = field(default_factory=list)
 
     def unique(self, prefix: str) -> str:
@@ -158,6 +162,20 @@ class Target:
             if time.monotonic() > deadline:
                 raise AssertionError(f"{self.name}: topic {name} not served after {within}s: {codes}")
             await asyncio.sleep(0.02)
+
+
+async def kafka_generation(bootstrap: str) -> str:
+    """ "4.0" when the broker's newest Produce version is 12 (Kafka 4.0.x), else "newest"."""
+    c = await RawClient.connect(bootstrap, client_id="differential")
+    try:
+        resp = await c.request(
+            ApiVersionsRequest(client_software_name="differential", client_software_version="1"), 3
+        )
+    finally:
+        await c.close()
+    assert isinstance(resp, ApiVersionsResponse)
+    produce_max = next(k.max_version for k in resp.api_keys if k.api_key == ProduceRequest.API_KEY)
+    return "4.0" if produce_max <= 12 else "newest"
 
 
 # -- requests -------------------------------------------------------------------------

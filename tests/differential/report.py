@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import _cases  # noqa: F401  (registers the cases)
 import _cases_other  # noqa: F401
-from _diffkit import CASES, Target
+from _diffkit import CASES, Target, kafka_generation
 
 from aiokafka_lite.broker import EmbeddedCluster
 
@@ -43,7 +43,7 @@ async def main() -> None:
             targets.append(Target("embedded", embedded.bootstrap))
         else:
             name, _, bootstrap = spec.partition("=")
-            targets.append(Target(name, bootstrap))
+            targets.append(Target(name, bootstrap, await kafka_generation(bootstrap)))
     try:
         for area, cases in CASES.items():
             if args.area and area not in args.area:
