@@ -842,3 +842,49 @@ async def case_second_commit_after_commit(t: Target) -> Observation:
         "abort_after_commit": abort_after,
         **(await _settled_views(c, topic)),
     }
+
+
+@case("produce")
+async def case_record_key_length_minus_5(t: Target) -> Observation:
+    # A record whose key length is -5: not -1 (null), not a length.
+    body = b"\x00" + b"\x00" + b"\x00" + b"\x09" + b"\x02v" + b"\x00"  # attrs, ts, offset, key -5, value "v"
+    record = bytes([len(body) << 1]) + body
+    return await _produce_then_fetch(t, "keyneg", raw_batch([record], count=1, last_offset_delta=0))
+
+
+async def _acks_zero(t: Target, prefix: str, data: bytes) -> Observation:
+    topic = await t.create_topic(prefix)
+    c = await t.client()
+    await c.send(
+        ProduceRequest(
+            acks=0,
+            timeout_ms=30000,
+            topic_data=[
+                ProduceRequest.TopicProduceData(
+                    name=topic, partition_data=[ProduceRequest.PartitionProduceData(index=0, records=data)]
+                )
+            ],
+        ),
+        PRODUCE_VERSION,
+    )
+    try:
+        # No answer to acks=0: the fetch's answer is the next frame, unless Kafka closed
+        # the connection to tell the producer something went wrong.
+        after = (await fetch(c, topic)).observe()
+        connection = "open"
+    except KafkaConnectionError:
+        after = (await fetch(await t.client(), topic)).observe()
+        connection = "closed"
+    return {"connection": connection, **after}
+
+
+@case("produce")
+async def case_acks_zero(t: Target) -> Observation:
+    return await _acks_zero(t, "acks0", batch(2))
+
+
+@case("produce")
+async def case_acks_zero_refused(t: Target) -> Observation:
+    data = bytearray(batch(2))
+    data[-1] ^= 0xFF
+    return await _acks_zero(t, "acks0bad", bytes(data))

@@ -210,3 +210,20 @@ def test_summarize_tells_undecompressable_payloads_apart(scan_backend: str) -> N
         one(garbage).summarize()
     with pytest.raises(UnsupportedCodecError, match="unknown compression codec id 6"):
         one(raw_batch(b"whatever", 1, attributes=6)).summarize()
+
+
+def test_negative_lengths_read_as_null(scan_backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kafka's reader takes any negative key, value or header value length as null (a
+    broker stores such records, Java consumers read them); so do both backends."""
+    payload = record(b"\x00\x00\x00", varint(-2), varint(-7), varint(1), varint(1), b"h", varint(-3))
+    for name in ("c", "python"):
+        if name == "c":
+            if c_ext is None:
+                continue
+            monkeypatch.setattr(_v2, "decode_records", c_ext.decode_records)
+        else:
+            monkeypatch.setattr(_v2, "decode_records", _pyimpl.decode_records)
+        batch = one(raw_batch(payload, 1))
+        (rec,) = batch.records()
+        assert (rec.key, rec.value, rec.headers) == (None, None, [("h", None)])
+    assert one(raw_batch(payload, 1)).summarize().keyless == [0]

@@ -277,11 +277,7 @@ decode_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             goto fail;
         }
         if (klen < 0) {
-            if (klen != -1) {
-                PyErr_Format(CorruptRecordError, "record %zd: invalid key length %lld", i,
-                             (long long)klen);
-                goto fail;
-            }
+            /* Any negative length is a null key, as Kafka's own reader has it. */
         }
         else if (klen > rec_end - p) {
             PyErr_Format(CorruptRecordError, "record %zd: key length %lld exceeds record", i,
@@ -305,11 +301,7 @@ decode_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             goto fail;
         }
         if (vlen < 0) {
-            if (vlen != -1) {
-                PyErr_Format(CorruptRecordError, "record %zd: invalid value length %lld", i,
-                             (long long)vlen);
-                goto fail;
-            }
+            /* Any negative length is a null value (Kafka's reader). */
         }
         else if (vlen > rec_end - p) {
             PyErr_Format(CorruptRecordError, "record %zd: value length %lld exceeds record", i,
@@ -376,13 +368,7 @@ decode_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             }
             PyObject *hv;
             if (hvlen < 0) {
-                if (hvlen != -1) {
-                    Py_DECREF(hk);
-                    PyErr_Format(CorruptRecordError, "record %zd: invalid header value length %lld",
-                                 i, (long long)hvlen);
-                    goto fail;
-                }
-                hv = Py_NewRef(Py_None);
+                hv = Py_NewRef(Py_None); /* any negative length: null (Kafka's reader) */
             }
             else {
                 if (hvlen > rec_end - p) {
@@ -592,12 +578,7 @@ scan_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         SCAN_VARINT(read_varint32, 0, off_delta);
         SCAN_NOT_AT(rec_end);
         SCAN_VARINT(read_varint32, 0, klen);
-        if (klen < 0) {
-            if (klen != -1) {
-                PyErr_Format(CorruptRecordError, "record %zd: invalid key length %lld", i,
-                             (long long)klen);
-                goto fail;
-            }
+        if (klen < 0) { /* any negative length: a null key */
             PyObject *index = PyLong_FromSsize_t(i);
             if (index == NULL || PyList_Append(keyless, index) < 0) {
                 Py_XDECREF(index);
@@ -615,11 +596,7 @@ scan_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         SCAN_NOT_AT(rec_end);
         SCAN_VARINT(read_varint32, 0, vlen);
         if (vlen < 0) {
-            if (vlen != -1) {
-                PyErr_Format(CorruptRecordError, "record %zd: invalid value length %lld", i,
-                             (long long)vlen);
-                goto fail;
-            }
+            /* Any negative length is a null value (Kafka's reader). */
         }
         else if (vlen > rec_end - p) {
             PyErr_Format(CorruptRecordError, "record %zd: value length %lld exceeds record", i,
@@ -652,11 +629,7 @@ scan_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                 goto fail;
             }
             if (hvlen < 0) {
-                if (hvlen != -1) {
-                    PyErr_Format(CorruptRecordError, "record %zd: invalid header value length %lld",
-                                 i, (long long)hvlen);
-                    goto fail;
-                }
+                /* a null header value */
             }
             else if (hvlen > rec_end - p) {
                 PyErr_Format(CorruptRecordError, "record %zd: header value length %lld exceeds record",

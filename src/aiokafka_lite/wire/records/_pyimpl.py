@@ -128,9 +128,7 @@ def decode_records(
         else:
             klen, pos = read(buf, pos, 5, i)
         if klen < 0:
-            if klen != -1:
-                raise _corrupt(i, f"invalid key length {klen}")
-            key = None
+            key = None  # any negative length: null, as Kafka's own reader has it
         else:
             if klen > rec_end - pos:
                 raise _corrupt(i, f"key length {klen} exceeds record")
@@ -150,8 +148,6 @@ def decode_records(
         else:
             vlen, pos = read(buf, pos, 5, i)
         if vlen < 0:
-            if vlen != -1:
-                raise _corrupt(i, f"invalid value length {vlen}")
             value = None
         else:
             if vlen > rec_end - pos:
@@ -182,8 +178,6 @@ def decode_records(
             pos += hklen
             hvlen, pos = read(buf, pos, 5, i)
             if hvlen < 0:
-                if hvlen != -1:
-                    raise _corrupt(i, f"invalid header value length {hvlen}")
                 hval = None
             else:
                 if hvlen > rec_end - pos:
