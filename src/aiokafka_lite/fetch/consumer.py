@@ -383,8 +383,8 @@ class Consumer:
         if new:
             # As the Java client: keep waiting (the topic may be created), but say so.
             log.warning(
-                "subscribed topic(s) %s do not exist (UNKNOWN_TOPIC_OR_PARTITION); waiting for them "
-                "to be created",
+                "subscribed topic(s) %s do not exist (UNKNOWN_TOPIC_OR_PARTITION); waiting until they "
+                "do (created by an admin, or by the brokers if auto.create.topics.enable is on)",
                 ", ".join(repr(t) for t in sorted(new)),
             )
         self._missing_topics = missing
