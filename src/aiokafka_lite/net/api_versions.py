@@ -91,6 +91,10 @@ IMPLEMENTED_APIS: Final[tuple[tuple[int, str, int], ...]] = (
     (72, "PushTelemetry", 0),
     (74, "ListConfigResources", 1),
     (75, "DescribeTopicPartitions", 0),
+    (76, "ShareGroupHeartbeat", 1),
+    # v2 (KIP-1206/1222) adds the acquire mode, sent, and renew acknowledgements, never sent.
+    (78, "ShareFetch", 2),
+    (79, "ShareAcknowledge", 2),
 )
 
 #: API key -> highest version the client implements.
