@@ -10,6 +10,9 @@ Spark, write the results to another topic.
 4. write the result rows to ``event-stats`` (key: user, value: JSON) and read that
    topic back to show what landed there.
 
+On a cluster given with ``--bootstrap`` the topics get a unique suffix
+(``events-1a2b3c``), so that earlier runs do not count, and are deleted at the end.
+
 Run (needs ``pip install 'aiokafka_lite[spark]'`` and Java 17)::
 
     python examples/spark_pipeline.py [--events 2000] [--bootstrap HOST:PORT] [--master local[2]]
@@ -24,9 +27,11 @@ import os
 import random
 import subprocess
 import sys
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from aiokafka_lite.admin import Admin, NewTopic
 from aiokafka_lite.produce import Producer
 
 EVENTS_TOPIC = "events"
@@ -55,12 +60,22 @@ def expected_stats(events: Sequence[tuple[str, int, int]]) -> dict[tuple[str, in
     return out
 
 
-async def _produce(bootstrap: str, events: Sequence[tuple[str, int, int]]) -> None:
+async def _produce(bootstrap: str, topic: str, events: Sequence[tuple[str, int, int]]) -> None:
     async with Producer(bootstrap, linger_ms=5) as producer:
         for user, amount, ts in events:
             value = json.dumps({"user": user, "amount": amount}).encode()
-            await producer.enqueue(EVENTS_TOPIC, value, user.encode(), timestamp_ms=ts)
+            await producer.enqueue(topic, value, user.encode(), timestamp_ms=ts)
         await producer.flush()
+
+
+async def _create_topics(bootstrap: str, events_topic: str, stats_topic: str) -> None:
+    async with Admin(bootstrap) as admin:
+        (await admin.create_topics([NewTopic(events_topic, 3), NewTopic(stats_topic, 1)])).raise_errors()
+
+
+async def _delete_topics(bootstrap: str, *topics: str) -> None:
+    async with Admin(bootstrap) as admin:
+        await admin.delete_topics(topics)
 
 
 class Broker:
@@ -119,7 +134,9 @@ def make_spark(master: str) -> Any:
     return spark
 
 
-def run_pipeline(spark: Any, bootstrap: str) -> list[dict[str, Any]]:
+def run_pipeline(
+    spark: Any, bootstrap: str, events_topic: str = EVENTS_TOPIC, stats_topic: str = STATS_TOPIC
+) -> list[dict[str, Any]]:
     """Read ``events``, aggregate per user per minute, write to ``event-stats``; returns the result rows."""
     from pyspark.sql import functions as F
 
@@ -129,7 +146,7 @@ def run_pipeline(spark: Any, bootstrap: str) -> list[dict[str, Any]]:
     events = (
         spark.read.format("aiokafka_lite")
         .option("bootstrap.servers", bootstrap)
-        .option("subscribe", EVENTS_TOPIC)
+        .option("subscribe", events_topic)
         .option("startingOffsets", "earliest")
         .option("endingOffsets", "latest")
         .load()
@@ -159,7 +176,7 @@ def run_pipeline(spark: Any, bootstrap: str) -> list[dict[str, Any]]:
         )
         .write.format("aiokafka_lite")
         .option("bootstrap.servers", bootstrap)
-        .option("topic", STATS_TOPIC)
+        .option("topic", stats_topic)
         .mode("append")
         .save()
     )
@@ -169,12 +186,12 @@ def run_pipeline(spark: Any, bootstrap: str) -> list[dict[str, Any]]:
     return rows
 
 
-def read_stats(spark: Any, bootstrap: str) -> list[dict[str, Any]]:
+def read_stats(spark: Any, bootstrap: str, stats_topic: str = STATS_TOPIC) -> list[dict[str, Any]]:
     """The result records as they landed in ``event-stats``."""
     df = (
         spark.read.format("aiokafka_lite")
         .option("bootstrap.servers", bootstrap)
-        .option("subscribe", STATS_TOPIC)
+        .option("subscribe", stats_topic)
         .load()
     )
     return [json.loads(r.value) for r in df.orderBy("offset").collect()]
@@ -189,25 +206,38 @@ def main(argv: Sequence[str] | None = None, spark: Any = None) -> dict[str, Any]
 
     broker = Broker() if args.bootstrap is None else None
     bootstrap = args.bootstrap or broker.bootstrap  # type: ignore[union-attr]
+    events_topic, stats_topic = EVENTS_TOPIC, STATS_TOPIC
+    if broker is None:  # a real cluster: fresh topics of our own, deleted at the end
+        suffix = uuid.uuid4().hex[:6]
+        events_topic, stats_topic = f"{EVENTS_TOPIC}-{suffix}", f"{STATS_TOPIC}-{suffix}"
+        asyncio.run(_create_topics(bootstrap, events_topic, stats_topic))
     own_spark = spark is None
     try:
         print(f"broker: {bootstrap}{' (embedded, child process)' if broker else ''}")
         events = sample_events(args.events)
-        asyncio.run(_produce(bootstrap, events))
-        print(f"produced {len(events)} events to {EVENTS_TOPIC!r}")
+        asyncio.run(_produce(bootstrap, events_topic, events))
+        print(f"produced {len(events)} events to {events_topic!r}")
         if own_spark:
             spark = make_spark(args.master)
-        rows = run_pipeline(spark, bootstrap)
-        written = read_stats(spark, bootstrap)
+        rows = run_pipeline(spark, bootstrap, events_topic, stats_topic)
+        written = read_stats(spark, bootstrap, stats_topic)
         print(
-            f"wrote {len(written)} result records to {STATS_TOPIC!r}; first: {written[0] if written else None}"
+            f"wrote {len(written)} result records to {stats_topic!r}; first: {written[0] if written else None}"
         )
-        return {"bootstrap": bootstrap, "events": events, "stats": rows, "written": written}
+        return {
+            "bootstrap": bootstrap,
+            "topics": [events_topic, stats_topic],
+            "events": events,
+            "stats": rows,
+            "written": written,
+        }
     finally:
         if own_spark and spark is not None:
             spark.stop()
         if broker is not None:
             broker.close()
+        else:
+            asyncio.run(_delete_topics(bootstrap, events_topic, stats_topic))
 
 
 if __name__ == "__main__":

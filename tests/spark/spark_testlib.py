@@ -1,12 +1,10 @@
 """Helpers for the Spark data source tests: producing test data, reading a topic back,
-a broker process and one shared SparkSession."""
+and one shared SparkSession."""
 
 from __future__ import annotations
 
 import asyncio
 import os
-import re
-import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -124,34 +122,6 @@ def read_all(bootstrap: str, tps: Sequence[TopicPartition], expect: int) -> list
     return asyncio.run(_read_all(bootstrap, tps, expect))
 
 
-class BrokerProcess:
-    """``python -m aiokafka_lite.broker`` in a child process (reachable from Spark's workers)."""
-
-    def __init__(self, *args: str) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "aiokafka_lite.broker", "--host", "127.0.0.1", "--port", "0", *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        m = re.match(r"listening on (\S+)", line)
-        if m is None:
-            self.close()
-            raise RuntimeError(f"broker did not start: {line!r}")
-        self.bootstrap = m.group(1)
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-
-
 def spark_session() -> Any:
     """The shared local SparkSession (created once per test process, small and quiet)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -197,20 +167,11 @@ def spark() -> Iterator[Any]:
         session.stop()
 
 
-@pytest.fixture(scope="session")
-def broker() -> Iterator[BrokerProcess]:
-    b = BrokerProcess("--partitions", "1")
-    try:
-        yield b
-    finally:
-        b.close()
-
-
 _counter = 0
 
 
 def unique(name: str) -> str:
-    """A topic name not used before in this process (tests share one broker)."""
+    """A topic name not used before in this process (tests may share one cluster)."""
     global _counter
     _counter += 1
     return f"{name}-{os.getpid()}-{_counter}-{int(time.time() * 1000) % 100000}"

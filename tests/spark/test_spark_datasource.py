@@ -2,26 +2,30 @@
 chunked ranges, batch writes read back, a streaming query restarted from its
 checkpoint, and the example pipeline end to end.
 
-One SparkSession (``local[2]``) and one broker process serve the whole module; topics
-are unique per test. pyspark and pyarrow are required (the spark extra): without them
-these tests error out rather than skip.
+One SparkSession (``local[2]``) serves the whole module; each test gets its Kafka from
+``kafka_bootstrap`` (the embedded broker in a thread, which Spark's Python workers reach
+over TCP, or Apache Kafka with --kafka=apache); topics are unique per test. pyspark and
+pyarrow are required (the spark extra): without them these tests error out rather than
+skip.
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import importlib.util
 from pathlib import Path
 from typing import Any
 
 import pytest
-from spark_testlib import broker, create_topic, produce, read_all, spark, unique, values
+from spark_testlib import create_topic, produce, read_all, spark, unique, values
 
+from aiokafka_lite.admin import Admin
 from aiokafka_lite.structs import TopicPartition as TP
 
 pytestmark = pytest.mark.spark
 
-_ = (broker, spark)  # session fixtures
+_ = spark  # a session fixture
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "spark_pipeline.py"
 BASE_MS = 1_767_225_600_000
@@ -55,19 +59,19 @@ def as_tuples(rows: list[Any]) -> list[tuple[Any, ...]]:
     )
 
 
-def test_batch_read_exact_ranges(spark: Any, broker: Any) -> None:
-    topic = create_topic(broker.bootstrap, unique("read"), 3)
+def test_batch_read_exact_ranges(spark: Any, kafka_bootstrap: str) -> None:
+    topic = create_topic(kafka_bootstrap, unique("read"), 3)
     rows = []
     for part in range(3):
         for i in range(10):
             hdrs = [("i", str(i).encode()), ("nil", None)] if i % 4 == 0 else None
             key = f"k{i}".encode() if i % 3 else None
             rows.append((part, key, f"v{part}-{i}".encode(), hdrs, BASE_MS + 1000 * i))
-    produce(broker.bootstrap, topic, rows)
+    produce(kafka_bootstrap, topic, rows)
 
     df = reader(
         spark,
-        broker.bootstrap,
+        kafka_bootstrap,
         subscribe=topic,
         startingOffsets=f'{{"{topic}": {{"0": 2, "1": -2, "2": 9}}}}',
         endingOffsets=f'{{"{topic}": {{"0": 5, "1": -1}}}}',
@@ -100,10 +104,10 @@ def test_batch_read_exact_ranges(spark: Any, broker: Any) -> None:
     assert [(r.partition, r.n) for r in by_part.collect()] == [(0, 3), (1, 10), (2, 1)]
 
 
-def test_batch_read_chunked_ranges(spark: Any, broker: Any) -> None:
-    topic = create_topic(broker.bootstrap, unique("chunks"), 2)
-    produce(broker.bootstrap, topic, values({0: 20, 1: 9}))
-    df = reader(spark, broker.bootstrap, subscribe=topic, maxRecordsPerPartition="7")
+def test_batch_read_chunked_ranges(spark: Any, kafka_bootstrap: str) -> None:
+    topic = create_topic(kafka_bootstrap, unique("chunks"), 2)
+    produce(kafka_bootstrap, topic, values({0: 20, 1: 9}))
+    df = reader(spark, kafka_bootstrap, subscribe=topic, maxRecordsPerPartition="7")
     assert df.rdd.getNumPartitions() == 3 + 2
     got = sorted(
         (r.partition, r.offset, bytes(r.value)) for r in df.select("partition", "offset", "value").collect()
@@ -125,9 +129,9 @@ def test_batch_read_chunked_ranges(spark: Any, broker: Any) -> None:
         assert offsets == list(range(offsets[0], offsets[0] + len(offsets)))
 
 
-def test_batch_write_then_read_back(spark: Any, broker: Any) -> None:
-    out = create_topic(broker.bootstrap, unique("out"), 2)
-    side = create_topic(broker.bootstrap, unique("side"), 1)
+def test_batch_write_then_read_back(spark: Any, kafka_bootstrap: str) -> None:
+    out = create_topic(kafka_bootstrap, unique("out"), 2)
+    side = create_topic(kafka_bootstrap, unique("side"), 1)
     data = [
         (
             f"k{i}" if i % 2 else None,
@@ -142,10 +146,10 @@ def test_batch_write_then_read_back(spark: Any, broker: Any) -> None:
         data,
         "key string, value string, topic string, partition int, headers array<struct<key: string, value: binary>>",
     ).repartition(2)
-    df.write.format("aiokafka_lite").option("bootstrap.servers", broker.bootstrap).option("topic", out).mode(
+    df.write.format("aiokafka_lite").option("bootstrap.servers", kafka_bootstrap).option("topic", out).mode(
         "append"
     ).save()
-    back = reader(spark, broker.bootstrap, subscribe=f"{out},{side}").collect()
+    back = reader(spark, kafka_bootstrap, subscribe=f"{out},{side}").collect()
     assert len(back) == 60
     by_value = {bytes(r.value).decode(): r for r in back}
     for key, value, topic, partition, headers in data:
@@ -156,39 +160,39 @@ def test_batch_write_then_read_back(spark: Any, broker: Any) -> None:
         assert (bytes(r.key).decode() if r.key is not None else None) == key
         assert [(h.key, bytes(h.value)) for h in (r.headers or [])] == headers
     # Records read back independently of Spark agree.
-    plain = read_all(broker.bootstrap, [TP(out, 0), TP(out, 1), TP(side, 0)], 60)
+    plain = read_all(kafka_bootstrap, [TP(out, 0), TP(out, 1), TP(side, 0)], 60)
     assert sorted(r.value for r in plain) == sorted(v.encode() for _, v, _, _, _ in data)
 
 
-def test_write_errors(spark: Any, broker: Any) -> None:
+def test_write_errors(spark: Any, kafka_bootstrap: str) -> None:
     from py4j.protocol import Py4JJavaError
     from pyspark.errors import PySparkException
 
-    topic = create_topic(broker.bootstrap, unique("one"), 1)
+    topic = create_topic(kafka_bootstrap, unique("one"), 1)
     ok = spark.createDataFrame([("a",)], "value string")
     with pytest.raises(Exception, match="append-only"):
-        ok.write.format("aiokafka_lite").option("bootstrap.servers", broker.bootstrap).option(
+        ok.write.format("aiokafka_lite").option("bootstrap.servers", kafka_bootstrap).option(
             "topic", topic
         ).mode("overwrite").save()
     no_value = spark.createDataFrame([("a",)], "payload string")
     with pytest.raises(Exception, match="needs a 'value' column"):
-        no_value.write.format("aiokafka_lite").option("bootstrap.servers", broker.bootstrap).option(
+        no_value.write.format("aiokafka_lite").option("bootstrap.servers", kafka_bootstrap).option(
             "topic", topic
         ).mode("append").save()
     # A failing task carries the Kafka error: partition 7 does not exist.
     bad = spark.createDataFrame([("a", 0), ("b", 7)], "value string, partition int").coalesce(1)
     with pytest.raises((PySparkException, Py4JJavaError)) as info:
-        bad.write.format("aiokafka_lite").option("bootstrap.servers", broker.bootstrap).option(
+        bad.write.format("aiokafka_lite").option("bootstrap.servers", kafka_bootstrap).option(
             "topic", topic
         ).option("kafka.max.block.ms", "500").mode("append").save()
     assert "UnknownTopicOrPartitionError" in str(info.value)
     assert "partition 7" in str(info.value)
 
 
-def test_streaming_restart_from_checkpoint(spark: Any, broker: Any, tmp_path: Path) -> None:
+def test_streaming_restart_from_checkpoint(spark: Any, kafka_bootstrap: str, tmp_path: Path) -> None:
     tag = unique("st")
-    first = create_topic(broker.bootstrap, f"{tag}-a", 2)
-    produce(broker.bootstrap, first, values({0: 14, 1: 11}))
+    first = create_topic(kafka_bootstrap, f"{tag}-a", 2)
+    produce(kafka_bootstrap, first, values({0: 14, 1: 11}))
     seen: list[tuple[int, list[tuple[str, int, int]]]] = []
 
     def collect(batch: Any, batch_id: int) -> None:
@@ -198,7 +202,7 @@ def test_streaming_restart_from_checkpoint(spark: Any, broker: Any, tmp_path: Pa
     def run() -> None:
         query = (
             spark.readStream.format("aiokafka_lite")
-            .option("bootstrap.servers", broker.bootstrap)
+            .option("bootstrap.servers", kafka_bootstrap)
             .option("subscribePattern", f"{tag}-.*")
             .option("startingOffsets", "earliest")
             .option("maxOffsetsPerTrigger", "10")
@@ -215,9 +219,9 @@ def test_streaming_restart_from_checkpoint(spark: Any, broker: Any, tmp_path: Pa
     assert [len(rows) for _, rows in seen] == [10, 10, 5]  # 25 records, 10 per micro-batch
     # More data and a new matching topic while the query is down; the restart resumes
     # from the checkpoint: only the new records, none twice, none lost.
-    produce(broker.bootstrap, first, values({1: 6}, prefix="later"))
-    second = create_topic(broker.bootstrap, f"{tag}-b", 1)
-    produce(broker.bootstrap, second, values({0: 3}))
+    produce(kafka_bootstrap, first, values({1: 6}, prefix="later"))
+    second = create_topic(kafka_bootstrap, f"{tag}-b", 1)
+    produce(kafka_bootstrap, second, values({0: 3}))
     before = len(seen)
     run()
     later = [row for _, rows in seen[before:] for row in rows]
@@ -229,16 +233,16 @@ def test_streaming_restart_from_checkpoint(spark: Any, broker: Any, tmp_path: Pa
     assert [b for b, _ in seen] == list(range(len(seen)))  # batch ids continue across the restart
 
     # Streaming write: copy the stream to another topic (at-least-once; exact in a clean run).
-    sink = create_topic(broker.bootstrap, f"{tag}-copy-out", 1)
+    sink = create_topic(kafka_bootstrap, f"{tag}-copy-out", 1)
     query = (
         spark.readStream.format("aiokafka_lite")
-        .option("bootstrap.servers", broker.bootstrap)
+        .option("bootstrap.servers", kafka_bootstrap)
         .option("subscribe", first)
         .option("startingOffsets", "earliest")
         .load()
         .selectExpr("key", "value", "headers")
         .writeStream.format("aiokafka_lite")
-        .option("bootstrap.servers", broker.bootstrap)
+        .option("bootstrap.servers", kafka_bootstrap)
         .option("topic", sink)
         .option("checkpointLocation", str(tmp_path / "write-ck"))
         .trigger(availableNow=True)
@@ -246,17 +250,40 @@ def test_streaming_restart_from_checkpoint(spark: Any, broker: Any, tmp_path: Pa
     )
     assert query.awaitTermination(120)
     assert query.exception() is None
-    copied = read_all(broker.bootstrap, [TP(sink, 0)], 31)
-    source_values = [r.value for r in read_all(broker.bootstrap, [TP(first, 0), TP(first, 1)], 31)]
+    copied = read_all(kafka_bootstrap, [TP(sink, 0)], 31)
+    source_values = [r.value for r in read_all(kafka_bootstrap, [TP(first, 0), TP(first, 1)], 31)]
     assert sorted(r.value for r in copied) == sorted(source_values)
 
 
-def test_example_pipeline_end_to_end(spark: Any, capsys: pytest.CaptureFixture[str]) -> None:
+def load_example() -> Any:
     spec = importlib.util.spec_from_file_location("spark_pipeline_example", EXAMPLE)
     assert spec is not None and spec.loader is not None
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)
+    return example
+
+
+def test_example_pipeline_end_to_end(spark: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    example = load_example()
     result = example.main(["--events", "400"], spark=spark)  # starts its own broker process
+    check_example_result(example, result, capsys.readouterr().out)
+
+
+def test_example_pipeline_against_a_given_cluster(
+    spark: Any, kafka_bootstrap: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    example = load_example()
+    result = example.main(["--events", "400", "--bootstrap", kafka_bootstrap], spark=spark)
+    check_example_result(example, result, capsys.readouterr().out)
+
+    async def topics() -> list[str]:
+        async with Admin(kafka_bootstrap) as admin:
+            return await admin.list_topics()
+
+    assert not set(asyncio.run(topics())) & set(result["topics"])  # its own topics, deleted at the end
+
+
+def check_example_result(example: Any, result: dict[str, Any], out: str) -> None:
     want = example.expected_stats(result["events"])
     got = {
         (r["user"], int(r["minute"].timestamp() * 1000)): (r["events"], r["total"]) for r in result["stats"]
@@ -266,7 +293,6 @@ def test_example_pipeline_end_to_end(spark: Any, capsys: pytest.CaptureFixture[s
     written = {(w["user"], w["minute"]): (w["events"], w["total"]) for w in result["written"]}
     assert len(result["written"]) == len(want)
     assert sorted(written.values()) == sorted(want.values())
-    out = capsys.readouterr().out
     assert "produced 400 events" in out and f"wrote {len(want)} result records" in out
 
 

@@ -1,5 +1,6 @@
-"""The Kafka side of the Spark data source against the embedded broker, without Spark:
-planning offset ranges on the driver, reading exact ranges in tasks, writing rows."""
+"""The Kafka side of the Spark data source, without Spark: planning offset ranges on the
+driver, reading exact ranges in tasks, writing rows; against the embedded broker or,
+with --kafka=apache, Apache Kafka."""
 
 from __future__ import annotations
 
@@ -295,6 +296,7 @@ def test_write_error_surfaces(kafka_bootstrap: str) -> None:
 # ---------------------------------------------------------------------------- security
 
 
+@pytest.mark.kafka_embedded  # a SASL listener with these users
 def test_sasl_options_reach_the_client(kafka_threaded_cluster_factory: Any) -> None:
     tc = kafka_threaded_cluster_factory(topics={"sec": 2}, sasl_users={"alice": "s3cret"})
     jaas = (
