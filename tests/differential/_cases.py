@@ -888,3 +888,57 @@ async def case_acks_zero_refused(t: Target) -> Observation:
     data = bytearray(batch(2))
     data[-1] ^= 0xFF
     return await _acks_zero(t, "acks0bad", bytes(data))
+
+
+# -- produce: the topic's compression.type ------------------------------------------
+
+
+@case("produce")
+async def case_topic_compression_recompresses(t: Target) -> Observation:
+    return await _produce_then_fetch(t, "zgzip", batch(3), configs={"compression.type": "gzip"})
+
+
+@case("produce")
+async def case_topic_uncompressed_decompresses(t: Target) -> Observation:
+    return await _produce_then_fetch(
+        t,
+        "zuncompressed",
+        batch(3, compression=Compression.LZ4),
+        configs={"compression.type": "uncompressed"},
+    )
+
+
+@case("produce")
+async def case_topic_compression_same_codec(t: Target) -> Observation:
+    return await _produce_then_fetch(
+        t, "zsame", batch(3, compression=Compression.GZIP), configs={"compression.type": "gzip"}
+    )
+
+
+def _gapped(codec: Compression) -> bytes:
+    import gzip
+
+    records = raw_record(0, b"a", b"1") + raw_record(5, b"b", b"2")
+    payload = gzip.compress(records) if codec is Compression.GZIP else records
+    return raw_batch(payload, count=2, last_offset_delta=1, attributes=int(codec))
+
+
+@case("produce")
+async def case_offset_gaps_recompressed_to_other_codec(t: Target) -> Observation:
+    return await _produce_then_fetch(
+        t, "zgaplz4", _gapped(Compression.GZIP), configs={"compression.type": "lz4"}
+    )
+
+
+@case("produce")
+async def case_offset_gaps_same_codec_as_topic(t: Target) -> Observation:
+    return await _produce_then_fetch(
+        t, "zgapgzip", _gapped(Compression.GZIP), configs={"compression.type": "gzip"}
+    )
+
+
+@case("produce")
+async def case_uncompressed_offset_gaps_topic_compression(t: Target) -> Observation:
+    return await _produce_then_fetch(
+        t, "zgapnone", _gapped(Compression.NONE), configs={"compression.type": "gzip"}
+    )

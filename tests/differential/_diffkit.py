@@ -243,6 +243,7 @@ class Fetched:
     aborted: list[int]  # first offsets of aborted transactions
     records: list[tuple[int, bytes | None, bytes | None]]
     control: list[int]  # offsets of control batches
+    codecs: list[str]  # compression of each data batch as stored
 
     def observe(self) -> Observation:
         return {
@@ -253,6 +254,7 @@ class Fetched:
             "aborted": self.aborted,
             "records": [(o, k, v) for o, k, v in self.records],
             "control": self.control,
+            "codecs": self.codecs,
         }
 
 
@@ -296,11 +298,13 @@ async def fetch(
     p = resp.responses[0].partitions[0]
     records: list[tuple[int, bytes | None, bytes | None]] = []
     control: list[int] = []
+    codecs: list[str] = []
     if p.records:
         for batch in decode_batches(bytes(p.records)):
             if batch.is_control:
                 control.append(batch.base_offset)
                 continue
+            codecs.append(batch.compression.name)
             records.extend((r.offset, r.key, r.value) for r in batch.records())
     return Fetched(
         p.error_code,
@@ -310,6 +314,7 @@ async def fetch(
         sorted(a.first_offset for a in p.aborted_transactions or ()),
         records,
         control,
+        codecs,
     )
 
 

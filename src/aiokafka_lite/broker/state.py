@@ -29,6 +29,7 @@ from aiokafka_lite.errors import (
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
+from aiokafka_lite.wire.records import Compression
 
 if TYPE_CHECKING:
     from aiokafka_lite.broker.context import Service
@@ -87,6 +88,16 @@ _ENFORCED_TOPIC_CONFIGS: Final = frozenset(
         "retention.bytes",
     }
 )
+
+# compression.type -> the codec the log stores batches with (None: as produced).
+_STORED_CODEC: Final[dict[str, Compression | None]] = {
+    "producer": None,
+    "uncompressed": Compression.NONE,
+    "gzip": Compression.GZIP,
+    "snappy": Compression.SNAPPY,
+    "lz4": Compression.LZ4,
+    "zstd": Compression.ZSTD,
+}
 
 _INT_MIN: Final = -(2**31)
 _INT_MAX: Final = 2**31 - 1
@@ -512,6 +523,7 @@ class ClusterState:
             log_append_time=topic.config("message.timestamp.type").strip() == "LogAppendTime",
             timestamp_before_max_ms=int(topic.config("message.timestamp.before.max.ms")),
             timestamp_after_max_ms=int(topic.config("message.timestamp.after.max.ms")),
+            compression=_STORED_CODEC[topic.config("compression.type").strip()],
         )
         retention = int(topic.config("retention.bytes"))
         for lg in logs:

@@ -42,6 +42,7 @@ from aiokafka_lite.wire.records import (
     RecordBatch,
     RecordsSummary,
     as_byte_view,
+    encode_batch,
     read_batch,
 )
 
@@ -51,6 +52,7 @@ __all__ = [
     "TopicRules",
     "check_batch",
     "check_request_records",
+    "stored_form",
 ]
 
 #: ``message.timestamp.before.max.ms`` default: no lower bound.
@@ -75,6 +77,8 @@ class TopicRules:
     log_append_time: bool = False  # message.timestamp.type=LogAppendTime
     timestamp_before_max_ms: int = NO_TIMESTAMP_LIMIT
     timestamp_after_max_ms: int = 3_600_000
+    #: compression.type: the codec batches are stored with, ``None`` for "producer".
+    compression: Compression | None = None
 
 
 class RecordErrors(Exception):
@@ -200,10 +204,30 @@ def check_batch(batch: RecordBatch, rules: TopicRules, now_ms: int) -> RecordsSu
             ),
             [(i, msg) for i, msg, _ in errors],
         )
-    if codec and not summary.sequential_offsets:
-        # Kafka rebuilds such a batch (it would renumber the records) and fails doing so.
+    if codec and not summary.sequential_offsets and rules.compression in (None, codec):
+        # Kafka keeps a compressed batch as it is when the topic stores that codec; with
+        # gaps in its record offsets it must rebuild it instead, and fails doing so.
         raise UnknownServerError("compressed record batch whose record offsets are not 0..count-1")
     return summary
+
+
+def stored_form(batch: RecordBatch, rules: TopicRules) -> RecordBatch:
+    """The batch as the log stores it: recompressed when the topic's compression.type
+    names another codec (its records renumbered 0..count-1, as Kafka rebuilds them)."""
+    target = rules.compression
+    if target is None or target == batch.attributes & _ATTR_CODEC:
+        return batch
+    rebuilt = encode_batch(
+        [(r.timestamp, r.key, r.value, r.headers) for r in batch.records()],
+        compression=target,
+        is_transactional=batch.is_transactional,
+        producer_id=batch.producer_id,
+        producer_epoch=batch.producer_epoch,
+        base_sequence=batch.base_sequence,
+    )
+    stored = read_batch(as_byte_view(rebuilt))
+    assert isinstance(stored, RecordBatch)
+    return stored
 
 
 def _record_errors(

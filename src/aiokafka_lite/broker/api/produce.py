@@ -18,7 +18,7 @@ from aiokafka_lite.broker.api.fastpath import encode_produce_response
 from aiokafka_lite.broker.context import EncodedResponse, HandlerRegistry, RequestContext
 from aiokafka_lite.broker.state import ClusterState, Partition, Topic
 from aiokafka_lite.broker.transactions import get_txn_coordinator
-from aiokafka_lite.broker.validation import RecordErrors, check_batch, check_request_records
+from aiokafka_lite.broker.validation import RecordErrors, check_batch, check_request_records, stored_form
 from aiokafka_lite.errors import (
     BrokerResponseError,
     InvalidProducerEpochError,
@@ -145,7 +145,7 @@ async def produce(ctx: RequestContext, req: Request) -> Response | EncodedRespon
             if batch.is_transactional:
                 _check_in_transaction(state, req.transactional_id, TopicPartition(topic.name, p.index), batch)
             summary = check_batch(batch, plog.rules, now_ms)
-            result = plog.append(batch, summary.max_timestamp)
+            result = plog.append(stored_form(batch, plog.rules), summary.max_timestamp)
         except RecordErrors as e:
             _refuse(pr, e.error)
             pr.record_errors = [
@@ -218,7 +218,11 @@ def _check_in_transaction(
     if coordinator is None or transactional_id is None:
         return
     meta = coordinator.txns.get(transactional_id)
-    if meta is not None and meta.producer_id == batch.producer_id and batch.producer_epoch < meta.producer_epoch:
+    if (
+        meta is not None
+        and meta.producer_id == batch.producer_id
+        and batch.producer_epoch < meta.producer_epoch
+    ):
         raise InvalidProducerEpochError(
             f"producer epoch {batch.producer_epoch} is older than the transaction's {meta.producer_epoch}"
         )
