@@ -17,6 +17,7 @@ from aiokafka_lite.errors import (
 )
 from aiokafka_lite.fetch.subscription import OffsetAndMetadata
 from aiokafka_lite.groups import ConsumerGroupMetadata, MemberState
+from aiokafka_lite.net import Client
 from aiokafka_lite.structs import TopicPartition as TP
 from aiokafka_lite.wire.messages import (
     HeartbeatRequest,
@@ -186,6 +187,15 @@ async def test_coordinator_moved_group_survives(cluster: EmbeddedCluster) -> Non
     await close_all(a, b)
 
 
+async def group_coordinated_by(client: Client, node_id: int) -> str:
+    """A group id whose coordinator is ``node_id`` (coordinators are spread by hashing)."""
+    for i in range(200):
+        group_id = f"offsets-only-{i}"
+        if await client.find_coordinator(group_id) == node_id:
+            return group_id
+    raise AssertionError(f"no group id coordinated by broker {node_id} found")
+
+
 async def test_coordinator_broker_stopped_group_survives(cluster3: EmbeddedCluster) -> None:
     a = await Member(cluster3, "a", **COOP).start()
     await eventually(lambda: balanced([a], ALL))
@@ -208,7 +218,19 @@ async def test_coordinator_broker_killed_commits_survive(cluster3: EmbeddedClust
     generation = a.gc.membership.generation
     old = a.gc.membership.coordinator
     assert old is not None
+    # Also an offsets-only user (manual assignment, never joins) of a group with the same
+    # coordinator: its commits find the coordinator through the client's lookup cache,
+    # which must not keep answering the dead broker (Kafka names it as the coordinator
+    # until it notices the death, ~9 s).
+    solo = Member(cluster3, "solo", group_id=await group_coordinated_by(a.client, old))
+    solo.sub.unsubscribe()
+    solo.sub.assign_manually([TP("t", 0)])
+    await solo.start(poll=False)
+    await solo.gc.commit({TP("t", 0): 1})
     await crash_broker(cluster3, old)
+    await solo.gc.commit({TP("t", 0): 2})
+    assert (await solo.gc.fetch_committed([TP("t", 0)]))[TP("t", 0)] == OffsetAndMetadata(2, "", None)
+    await solo.close()
     await a.gc.commit({TP("t", 1): 3})  # retried until the new coordinator answers
     assert a.gc.membership.coordinator not in (None, old)
     got = await a.gc.fetch_committed([TP("t", 0), TP("t", 1), TP("t", 5)])
@@ -336,6 +358,7 @@ async def test_subscription_change_rejoins(cluster: EmbeddedCluster) -> None:
 async def test_close_is_idempotent_and_poll_after_close_fails(cluster: EmbeddedCluster) -> None:
     a = await Member(cluster, "a", **COOP).start()
     await eventually(lambda: balanced([a], ALL))
+    await a.stop_polling()  # (its next poll would fail too, as asserted below)
     await asyncio.gather(a.gc.close(), a.gc.close())
     from aiokafka_lite.errors import ClosedError
 
