@@ -1,4 +1,5 @@
-"""Splitting a records blob into batches, and in-place header rewrites for the broker."""
+"""The one batch parser (:func:`parse_batches`: framing and header parsing of a records
+blob, used by consumers and the broker alike) and in-place header rewrites for the broker."""
 
 from __future__ import annotations
 
@@ -130,7 +131,7 @@ def _iter(view: memoryview, allow_partial_tail: bool, check_crc: bool, max_size:
 
 
 def scan_batches(data: Buffer, *, allow_partial_tail: bool = True) -> tuple[list[tuple[int, int, int]], int]:
-    """Frame ``data`` into ``(position, end, magic)`` triples without parsing headers.
+    """Frame ``data`` into ``(position, end, magic)`` triples (no CRC check, no records).
 
     Returns the frames and the number of bytes they cover. A trailing incomplete batch
     (normal in fetch responses cut at max bytes) is left out unless
@@ -189,10 +190,9 @@ def decode_batches(
 
 
 def read_batch_headers(data: Buffer, *, allow_partial_tail: bool = True) -> list[AnyBatch]:
-    """Header-only parse (no CRC check, no decompression), e.g. for a broker.
+    """Header-only parse (no CRC check, no decompression).
 
-    A broker validating a produce request should pass ``allow_partial_tail=False``
-    and call ``validate_crc()`` / ``validate_header()`` on each batch.
+    ``validate_crc()`` and ``validate_header()`` check a batch further when wanted.
     """
     return decode_batches(data, check_crc=False, allow_partial_tail=allow_partial_tail)
 
