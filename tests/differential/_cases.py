@@ -942,3 +942,118 @@ async def case_uncompressed_offset_gaps_topic_compression(t: Target) -> Observat
     return await _produce_then_fetch(
         t, "zgapnone", _gapped(Compression.NONE), configs={"compression.type": "gzip"}
     )
+
+
+@case("txn")
+async def case_init_with_empty_transactional_id(t: Target) -> Observation:
+    c = await t.client()
+    r = await init_producer_id(c, "")
+    return {"error": r.error_code}
+
+
+@case("txn")
+async def case_produce_with_other_producer_id(t: Target) -> Observation:
+    topic, c, txn, pid, epoch = await _txn(t, "txnotherpid")
+    added = await add_partitions(c, txn, pid, epoch, topic)  # type: ignore[arg-type]
+    other = await init_producer_id(c)  # type: ignore[arg-type]
+    r = await produce(c, topic, _txn_batch(other.producer_id, 0, 0), transactional_id=txn)  # type: ignore[arg-type]
+    return {"added": added, **r.observe(), "_msg": r.message, **(await _both_views(c, topic))}
+
+
+async def _txn_offset_commit(c: object, txn: str, group: str, pid: int, epoch: int, topic: str) -> int:
+    from aiokafka_lite.wire.messages import TxnOffsetCommitRequest, TxnOffsetCommitResponse
+
+    resp = await c.request(  # type: ignore[attr-defined]
+        TxnOffsetCommitRequest(
+            transactional_id=txn,
+            group_id=group,
+            producer_id=pid,
+            producer_epoch=epoch,
+            generation_id_or_member_epoch=-1,
+            member_id="",
+            topics=[
+                TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(
+                    name=topic,
+                    partitions=[
+                        TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(
+                            partition_index=0, committed_offset=5, committed_metadata=""
+                        )
+                    ],
+                )
+            ],
+        ),
+        3,
+    )
+    assert isinstance(resp, TxnOffsetCommitResponse)
+    return resp.topics[0].partitions[0].error_code
+
+
+async def _add_offsets(c: object, txn: str, pid: int, epoch: int, group: str) -> int:
+    from aiokafka_lite.wire.messages import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
+
+    resp = await c.request(  # type: ignore[attr-defined]
+        AddOffsetsToTxnRequest(transactional_id=txn, producer_id=pid, producer_epoch=epoch, group_id=group), 3
+    )
+    assert isinstance(resp, AddOffsetsToTxnResponse)
+    return resp.error_code
+
+
+async def _committed(t: Target, group: str, topic: str) -> list[tuple[int, int]]:
+    from aiokafka_lite.wire.messages import OffsetFetchRequest, OffsetFetchResponse
+
+    c = await t.client()
+    assert await find_coordinator(c, group, 0) == 0
+    resp = await c.request(
+        OffsetFetchRequest(
+            groups=[
+                OffsetFetchRequest.OffsetFetchRequestGroup(
+                    group_id=group,
+                    topics=[OffsetFetchRequest.OffsetFetchRequestTopics(name=topic, partition_indexes=[0])],
+                )
+            ],
+            require_stable=False,
+        ),
+        8,
+    )
+    assert isinstance(resp, OffsetFetchResponse)
+    return [(p.committed_offset, p.error_code) for tp in resp.groups[0].topics for p in tp.partitions]
+
+
+@case("txn")
+async def case_txn_offset_commit_before_add_offsets(t: Target) -> Observation:
+    topic, c, txn, pid, epoch = await _txn(t, "txnoff")
+    group = t.unique("txngroup")
+    assert await find_coordinator(c, group, 0) == 0  # type: ignore[arg-type]
+    return {"commit": await _txn_offset_commit(c, txn, group, pid, epoch, topic)}
+
+
+@case("txn")
+async def case_offsets_in_a_transaction(t: Target) -> Observation:
+    topic, c, txn, pid, epoch = await _txn(t, "txnoffok")
+    group = t.unique("txngroup")
+    added = await _add_offsets(c, txn, pid, epoch, group)
+    assert await find_coordinator(c, group, 0) == 0  # type: ignore[arg-type]
+    committed = await _txn_offset_commit(c, txn, group, pid, epoch, topic)
+    stale = await _txn_offset_commit(c, txn, group, pid, epoch - 1, topic)
+    before = await _committed(t, group, topic)
+    ended = await _end(c, txn, pid, epoch, commit=True)
+    deadline = time.monotonic() + 10
+    after = await _committed(t, group, topic)
+    while after != [(5, 0)] and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+        after = await _committed(t, group, topic)
+    return {
+        "add_offsets": added,
+        "commit": committed,
+        "stale": stale,
+        "before_end": before,
+        "end": ended,
+        "after": after,
+    }
+
+
+@case("txn")
+async def case_add_offsets_with_stale_epoch(t: Target) -> Observation:
+    _topic, c, txn, pid, epoch = await _txn(t, "txnoffstale")
+    again = await init_producer_id(c, txn)  # type: ignore[arg-type]
+    return {"reinit": again.error_code, "stale": await _add_offsets(c, txn, pid, epoch, t.unique("g"))}

@@ -22,6 +22,7 @@ from aiokafka_lite.broker.validation import RecordErrors, check_batch, check_req
 from aiokafka_lite.errors import (
     BrokerResponseError,
     InvalidProducerEpochError,
+    InvalidProducerIdMappingError,
     InvalidRequiredAcksError,
     InvalidTopicError,
     KafkaError,
@@ -218,13 +219,14 @@ def _check_in_transaction(
     if coordinator is None or transactional_id is None:
         return
     meta = coordinator.txns.get(transactional_id)
-    if (
-        meta is not None
-        and meta.producer_id == batch.producer_id
-        and batch.producer_epoch < meta.producer_epoch
-    ):
+    if meta is None or meta.producer_id != batch.producer_id:
+        raise InvalidProducerIdMappingError(
+            f"producer id {batch.producer_id} is not the one of transactional id {transactional_id}"
+        )
+    if batch.producer_epoch != meta.producer_epoch:
+        # The coordinator answers PRODUCER_FENCED; produce reports it as this (KIP-588).
         raise InvalidProducerEpochError(
-            f"producer epoch {batch.producer_epoch} is older than the transaction's {meta.producer_epoch}"
+            f"producer epoch {batch.producer_epoch} is not the transaction's {meta.producer_epoch}"
         )
     errors = coordinator.verify_partitions(transactional_id, batch.producer_id, batch.producer_epoch, [tp])
     if errors.get(tp, 0):
