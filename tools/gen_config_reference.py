@@ -32,6 +32,7 @@ from aiokafka_lite.config import Options  # noqa: E402
 from aiokafka_lite.fetch import ConsumerConfig  # noqa: E402
 from aiokafka_lite.net import ClientConfig  # noqa: E402
 from aiokafka_lite.produce import ProducerConfig  # noqa: E402
+from aiokafka_lite.share import ShareConsumerConfig  # noqa: E402
 
 DOCS_PAGE = ROOT / "docs" / "configuration.md"
 README = ROOT / "README.md"
@@ -60,6 +61,12 @@ SECTIONS = [
         ConsumerConfig,
         "`Consumer(bootstrap, **options)`, including its consumer-group settings. A consumer "
         "that creates its own client also accepts every [client option](#client).",
+    ),
+    Section(
+        "Share consumer",
+        ShareConsumerConfig,
+        "`ShareConsumer(bootstrap, group_id=..., topics=[...], **options)` (share groups, KIP-932). "
+        "A share consumer that creates its own client also accepts every [client option](#client).",
     ),
     Section(
         "Client",
