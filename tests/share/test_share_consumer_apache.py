@@ -18,11 +18,11 @@ from collections.abc import Mapping
 
 import pytest
 
-from aiokafka_lite import Producer
+from aiokafka_lite import Consumer, Producer
 from aiokafka_lite.admin import Admin
 from aiokafka_lite.admin.types import ConfigResource
 from aiokafka_lite.errors import IllegalStateError
-from aiokafka_lite.share import AcknowledgeType, ShareConsumer, ShareRecord
+from aiokafka_lite.share import AcknowledgeType, ShareConsumer, ShareRecord, ShareWorkers
 from aiokafka_lite.testing.apache import ApacheCluster
 
 
@@ -193,3 +193,68 @@ async def test_killed_member_locks_expire_and_another_member_gets_its_records(
     async with ShareConsumer(apache_kafka.bootstrap, group_id=group, topics=[topic]) as survivor:
         got = await poll_until(survivor, 5, within_s=45)
     assert [(r.offset, r.delivery_count) for r in got] == [(o, 2) for o in held]
+
+
+async def test_share_workers_route_failing_records_to_the_dead_letter_topic(
+    apache_kafka: ApacheCluster,
+) -> None:
+    topic, group = names()
+    dlt = topic + ".dlt"
+    total = 40
+    await prepare(apache_kafka, topic, group, total)
+    apache_kafka.create_topic(dlt, partitions=1)
+    poison = {7, 19, 33}
+    attempts: Counter[int] = Counter()
+    done: set[int] = set()
+
+    async def handle(record: ShareRecord) -> None:
+        attempts[record.offset] += 1
+        await asyncio.sleep(0.01)
+        if record.offset in poison:
+            raise ValueError(f"cannot process job {record.offset}")
+        done.add(record.offset)
+
+    async with (
+        ShareConsumer(
+            apache_kafka.bootstrap, group_id=group, topics=[topic], acknowledgement_mode="explicit"
+        ) as consumer,
+        Producer(apache_kafka.bootstrap) as producer,
+    ):
+        workers = ShareWorkers(
+            consumer,
+            handle,
+            concurrency=4,
+            max_in_flight=8,
+            max_attempts=2,
+            dead_letter_topic=dlt,
+            producer=producer,
+        )
+        runner = asyncio.create_task(workers.run())
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 60
+        while (
+            len(done) < total - len(poison) or workers.stats.dead_lettered < len(poison)
+        ) and loop.time() < deadline:
+            await asyncio.sleep(0.1)
+            assert workers.in_flight <= 8
+        workers.stop()
+        await runner
+        failures = await consumer.commit()
+        assert all(err is None for err in failures.values()), failures
+    assert done == set(range(total)) - poison
+    assert {o: attempts[o] for o in poison} == dict.fromkeys(poison, 2)
+    assert workers.stats.rejected == len(poison) and workers.stats.dead_lettered == len(poison)
+    async with Consumer(apache_kafka.bootstrap, topics=[dlt], auto_offset_reset="earliest") as reader:
+        letters = []
+        deadline = asyncio.get_running_loop().time() + 20
+        while len(letters) < len(poison) and asyncio.get_running_loop().time() < deadline:
+            for batch in (await reader.getmany(timeout_ms=500)).values():
+                letters += batch
+    by_offset = {int(dict(r.headers)["dlt.offset"] or b"-1"): r for r in letters}
+    assert set(by_offset) == poison
+    for offset, r in by_offset.items():
+        headers = dict(r.headers)
+        assert r.value == b"job-%d" % offset and r.key == b"%d" % offset
+        assert headers["dlt.error"] == f"cannot process job {offset}".encode()
+        assert headers["dlt.error.type"] == b"ValueError" and headers["dlt.topic"] == topic.encode()
+        assert headers["dlt.delivery.count"] == b"2"

@@ -7,6 +7,7 @@ from .acks import AckResult, AcquisitionLockTimeoutError
 from .config import ShareConsumerConfig
 from .consumer import ShareConsumer
 from .record import AcknowledgeType, ShareRecord
+from .workers import ShareWorkers, ShareWorkerStats
 
 __all__ = [
     "AckResult",
@@ -15,4 +16,6 @@ __all__ = [
     "ShareConsumer",
     "ShareConsumerConfig",
     "ShareRecord",
+    "ShareWorkerStats",
+    "ShareWorkers",
 ]

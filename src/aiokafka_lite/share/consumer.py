@@ -283,6 +283,13 @@ class ShareConsumer:
         """Records acquired for this member, waiting up to ``timeout_ms`` (None: until
         some arrive). Implicit mode first accepts the records the previous poll returned;
         explicit mode requires each of them to be acknowledged (IllegalStateError)."""
+        return await self._poll(max_records, timeout_ms, check_acknowledged=True)
+
+    async def _poll(
+        self, max_records: int | None, timeout_ms: float | None, *, check_acknowledged: bool
+    ) -> list[ShareRecord]:
+        # ``check_acknowledged=False`` (ShareWorkers): explicit mode without Java's
+        # "acknowledge everything before polling again", for pipelined processing.
         if self._closing or self._closed:
             raise E.ClosedError("share consumer is closed")
         if not self._started:
@@ -291,7 +298,7 @@ class ShareConsumer:
         if limit < 1:
             raise ValueError(f"max_records must be >= 1, got {max_records}")
         if self.config.explicit:
-            left = self._tracker.unacknowledged()
+            left = self._tracker.unacknowledged() if check_acknowledged else 0
             if left:
                 raise E.IllegalStateError(
                     f"{left} record(s) returned by the last poll are not acknowledged; explicit "
