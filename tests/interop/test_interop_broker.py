@@ -5,7 +5,8 @@ and 3 brokers: a 6-partition topic is created through each client's admin API, 1
 keyed records are produced by an idempotent producer (lz4 and zstd), and read back by
 manually assigned consumers of every client. Every record is accounted for by key,
 value, partition and offset. (Consumer groups and transactions: test_interop_groups /
-the transaction tests.)
+the transaction tests.) With --kafka=apache the same runs against Apache Kafka, which
+checks that these expectations are the real broker's.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from interop_testlib import apache_three_nodes, interop_cluster
 
 from aiokafka_lite.testing.threaded import ThreadedCluster
 
 pytestmark = pytest.mark.interop
+_ = (apache_three_nodes, interop_cluster)  # fixtures
 
 N = 10_000
 PARTITIONS = 6
@@ -29,8 +32,8 @@ Placed = dict[str, tuple[str, int, int]]  # key -> (value, partition, offset)
 
 
 @pytest.fixture(params=[1, 3], ids=["1-broker", "3-brokers"])
-def cluster(request: pytest.FixtureRequest, kafka_threaded_cluster_factory) -> Iterator[ThreadedCluster]:  # type: ignore[no-untyped-def]
-    yield kafka_threaded_cluster_factory(brokers=request.param)
+def cluster(request: pytest.FixtureRequest, interop_cluster) -> Iterator[ThreadedCluster]:  # type: ignore[no-untyped-def]
+    yield interop_cluster(brokers=request.param)
 
 
 def records(prefix: str) -> list[tuple[str, str]]:
@@ -264,6 +267,7 @@ def test_kcat_lists_the_cluster(cluster: ThreadedCluster) -> None:
     assert leaders == sorted([(i % n) + 1 for i in range(PARTITIONS)])  # spread over the brokers
 
 
+@pytest.mark.kafka_embedded  # moves leaders on request
 def test_leader_move_is_followed_by_clients(cluster: ThreadedCluster) -> None:
     """After a leadership move (and a stopped broker on 3 brokers) librdkafka keeps producing."""
     bs = cluster.bootstrap

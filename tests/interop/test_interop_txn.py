@@ -1,4 +1,5 @@
-"""Transactions of confluent-kafka (librdkafka) against the embedded broker.
+"""Transactions of confluent-kafka (librdkafka) against the embedded broker (and Apache
+Kafka with --kafka=apache, which checks that these expectations are the real broker's).
 
 Aborted records are invisible to read_committed consumers and visible to
 read_uncommitted ones; committed records are visible to both. A second producer with
@@ -8,13 +9,20 @@ is aborted by the coordinator; offsets sent to a transaction commit with it.
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from typing import Any
 
 import pytest
+from interop_testlib import apache_three_nodes, interop_cluster
+
+from aiokafka_lite import errors as E
+from aiokafka_lite.net import Client, CoordinatorType
+from aiokafka_lite.wire.messages import DescribeTransactionsRequest, DescribeTransactionsResponse
 
 pytestmark = pytest.mark.interop
+_ = (apache_three_nodes, interop_cluster)  # fixtures
 
 TOPIC = "txn-topic"
 PARTITIONS = 3
@@ -66,13 +74,36 @@ def values(records: list[tuple[str, str, int, int]]) -> list[str]:
     return sorted(v for _, v, _, _ in records)
 
 
+def txn_id(name: str) -> str:
+    """A transactional id of this test run (clusters may be shared by the session)."""
+    return f"{name}-{uuid.uuid4().hex[:6]}"
+
+
+def describe_transaction(
+    bootstrap: str, transactional_id: str
+) -> DescribeTransactionsResponse.TransactionState:
+    """The coordinator's view of a transaction (DescribeTransactions, KIP-664), asked the
+    same way of either broker."""
+
+    async def ask() -> DescribeTransactionsResponse.TransactionState:
+        async with Client(bootstrap) as client:
+            node = await client.find_coordinator(transactional_id, CoordinatorType.TRANSACTION)
+            resp = await client.send(
+                DescribeTransactionsRequest(transactional_ids=[transactional_id]), node_id=node
+            )
+            assert isinstance(resp, DescribeTransactionsResponse)
+            (state,) = resp.transaction_states
+            E.raise_for_code(state.error_code)
+            return state
+
+    return asyncio.run(ask())
+
+
 @pytest.mark.parametrize("brokers", [1, 3])
-def test_aborted_records_invisible_to_read_committed(
-    kafka_threaded_cluster_factory: Any, brokers: int
-) -> None:
-    tc = kafka_threaded_cluster_factory(brokers=brokers, topics={TOPIC: PARTITIONS})
+def test_aborted_records_invisible_to_read_committed(interop_cluster: Any, brokers: int) -> None:
+    tc = interop_cluster(brokers=brokers, topics={TOPIC: PARTITIONS})
     bs = tc.bootstrap
-    p = producer(bs, "tx-visibility")
+    p = producer(bs, txn_id("tx-visibility"))
     p.init_transactions(30)
     p.begin_transaction()
     for i in range(200):
@@ -106,19 +137,20 @@ def test_aborted_records_invisible_to_read_committed(
     assert values(read_all(bs, "read_committed")) == sorted(committed + still_open)
 
 
-def test_second_producer_fences_the_first(kafka_threaded_cluster_factory: Any) -> None:
+def test_second_producer_fences_the_first(interop_cluster: Any) -> None:
     from confluent_kafka import KafkaException
 
-    tc = kafka_threaded_cluster_factory(brokers=3, topics={TOPIC: PARTITIONS})
+    tc = interop_cluster(brokers=3, topics={TOPIC: PARTITIONS})
     bs = tc.bootstrap
-    zombie = producer(bs, "tx-fence")
+    tid = txn_id("tx-fence")
+    zombie = producer(bs, tid)
     zombie.init_transactions(30)
     zombie.begin_transaction()
     for i in range(50):
         zombie.produce(TOPIC, key=f"z{i}", value=f"zombie-{i}")
     zombie.flush(30)
 
-    fresh = producer(bs, "tx-fence")
+    fresh = producer(bs, tid)
     fresh.init_transactions(30)  # aborts the zombie's transaction, bumps the epoch
     fresh.begin_transaction()
     for i in range(50):
@@ -133,33 +165,34 @@ def test_second_producer_fences_the_first(kafka_threaded_cluster_factory: Any) -
 
     assert values(read_all(bs, "read_committed")) == sorted(f"fresh-{i}" for i in range(50))
     assert len(read_all(bs, "read_uncommitted")) == 100
-    state = tc.call(lambda c: c.state.services["transactions"].txns["tx-fence"])  # type: ignore[attr-defined]
-    assert str(state.state) == "CompleteCommit" and state.producer_epoch >= 2
+    state = describe_transaction(bs, tid)
+    assert state.transaction_state == "CompleteCommit" and state.producer_epoch >= 2
 
 
-def test_transaction_timeout_aborts(kafka_threaded_cluster_factory: Any) -> None:
+def test_transaction_timeout_aborts(interop_cluster: Any) -> None:
     from confluent_kafka import KafkaException
 
-    tc = kafka_threaded_cluster_factory(brokers=1, topics={TOPIC: PARTITIONS})
+    tc = interop_cluster(brokers=1, topics={TOPIC: PARTITIONS})
     bs = tc.bootstrap
-    p = producer(bs, "tx-timeout", **{"transaction.timeout.ms": 1000})
+    tid = txn_id("tx-timeout")
+    p = producer(bs, tid, **{"transaction.timeout.ms": 1000})
     p.init_transactions(30)
     p.begin_transaction()
     for i in range(20):
         p.produce(TOPIC, key=f"t{i}", value=f"late-{i}")
     p.flush(30)
-    deadline = time.monotonic() + 20
-    while (
-        str(tc.call(lambda c: c.state.services["transactions"].txns["tx-timeout"].state)) != "CompleteAbort"
-    ):  # type: ignore[attr-defined]
+    # Kafka looks for timed-out transactions every 10 s
+    # (transaction.abort.timed.out.transaction.cleanup.interval.ms).
+    deadline = time.monotonic() + 30
+    while describe_transaction(bs, tid).transaction_state != "CompleteAbort":
         assert time.monotonic() < deadline, "the coordinator never aborted the transaction"
-        time.sleep(0.05)
+        time.sleep(0.1)
     with pytest.raises(KafkaException):
         p.commit_transaction(30)
     assert read_all(bs, "read_committed") == []
     assert len(read_all(bs, "read_uncommitted")) == 20
     # The id is usable again by a new producer.
-    q = producer(bs, "tx-timeout")
+    q = producer(bs, tid)
     q.init_transactions(30)
     q.begin_transaction()
     q.produce(TOPIC, key="n", value="new")
@@ -167,11 +200,11 @@ def test_transaction_timeout_aborts(kafka_threaded_cluster_factory: Any) -> None
     assert values(read_all(bs, "read_committed")) == ["new"]
 
 
-def test_send_offsets_to_transaction(kafka_threaded_cluster_factory: Any) -> None:
+def test_send_offsets_to_transaction(interop_cluster: Any) -> None:
     """Consume-transform-produce: the group's offsets commit or abort with the output."""
     from confluent_kafka import Consumer, Producer, TopicPartition
 
-    tc = kafka_threaded_cluster_factory(brokers=3, topics={"in": 2, TOPIC: PARTITIONS})
+    tc = interop_cluster(brokers=3, topics={"in": 2, TOPIC: PARTITIONS})
     bs = tc.bootstrap
     plain = Producer({"bootstrap.servers": bs})
     for i in range(100):
@@ -189,7 +222,7 @@ def test_send_offsets_to_transaction(kafka_threaded_cluster_factory: Any) -> Non
             "heartbeat.interval.ms": 500,
         }
     )
-    p = producer(bs, "tx-etl")
+    p = producer(bs, txn_id("tx-etl"))
     p.init_transactions(30)
     try:
         c.subscribe(["in"])

@@ -1,0 +1,80 @@
+"""The clusters of the interop tests: embedded clusters by default, Apache Kafka with
+--kafka=apache.
+
+The tests drive blocking third-party clients, so they take a cluster with
+``ThreadedCluster``'s surface (``bootstrap``, ``call(fn)``, ``run(fn)``). Embedded: a
+fresh ``ThreadedCluster`` per test. Apache Kafka: one-broker shapes use the session's
+node, three-broker shapes one three-node cluster kept for the session; the test's topics
+and groups are deleted after each test. (Starting three Kafka processes per test would
+cost more than the tests themselves; none of these tests stops a broker there.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from aiokafka_lite.testing.apache import ApacheCluster
+
+ClusterFactory = Callable[..., Any]
+
+
+class SharedApache:
+    """``ThreadedCluster``'s surface over a running ``ApacheCluster``, whose control API
+    is synchronous and thread-safe already."""
+
+    def __init__(self, cluster: ApacheCluster) -> None:
+        self.cluster = cluster
+
+    @property
+    def bootstrap(self) -> str:
+        return self.cluster.bootstrap
+
+    def call(self, fn: Callable[[ApacheCluster], Any], timeout: float = 30.0) -> Any:
+        return fn(self.cluster)
+
+    def run(self, fn: Callable[[ApacheCluster], Awaitable[Any]], timeout: float = 60.0) -> Any:
+        async def main() -> Any:
+            return await asyncio.wait_for(fn(self.cluster), timeout)
+
+        return asyncio.run(main())
+
+
+@pytest.fixture(scope="session")
+def apache_three_nodes(pytestconfig: pytest.Config) -> Iterator[ApacheCluster]:
+    """A three-node Apache Kafka for the session, started on first use."""
+    from aiokafka_lite.testing.apache import ApacheCluster
+
+    cluster = ApacheCluster(3, version=str(pytestconfig.getoption("--kafka-version")))
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+
+
+@pytest.fixture
+def interop_cluster(
+    request: pytest.FixtureRequest, kafka_mode: str, kafka_threaded_cluster_factory: ClusterFactory
+) -> ClusterFactory:
+    """``interop_cluster(brokers=1, topics={...})``: a started cluster of that shape."""
+
+    def make(brokers: int = 1, topics: dict[str, int] | None = None) -> Any:
+        if kafka_mode != "apache":
+            return kafka_threaded_cluster_factory(brokers=brokers, topics=topics or {})
+        if brokers == 1:
+            apache: ApacheCluster = request.getfixturevalue("apache_kafka")  # reset after the test
+        elif brokers == 3:
+            apache = request.getfixturevalue("apache_three_nodes")
+            request.addfinalizer(apache.reset)
+        else:
+            raise ValueError(f"no shared Apache Kafka cluster of {brokers} brokers")
+        for name, partitions in (topics or {}).items():
+            apache.create_topic(name, partitions)
+        return SharedApache(apache)
+
+    return make
