@@ -1057,3 +1057,42 @@ async def case_add_offsets_with_stale_epoch(t: Target) -> Observation:
     _topic, c, txn, pid, epoch = await _txn(t, "txnoffstale")
     again = await init_producer_id(c, txn)  # type: ignore[arg-type]
     return {"reinit": again.error_code, "stale": await _add_offsets(c, txn, pid, epoch, t.unique("g"))}
+
+
+@case("produce")
+async def case_two_transactional_batches_without_transactional_id(t: Target) -> Observation:
+    one = patch(batch(1), attributes=0x10, producer_id=5, producer_epoch=0, base_sequence=0)
+    return await _produce_then_fetch(t, "twotxn", one + one)
+
+
+@case("produce")
+async def case_transactional_batch_among_other_partitions(t: Target) -> Observation:
+    """One transactional batch without a transactional id fails the whole request."""
+    plain_topic = await t.create_topic("plainpart")
+    txn_topic = await t.create_topic("txnpart")
+    c = await t.client()
+    txn_batch = patch(batch(1), attributes=0x10, producer_id=5, producer_epoch=0, base_sequence=0)
+    resp = await c.request(
+        ProduceRequest(
+            acks=-1,
+            timeout_ms=30000,
+            topic_data=[
+                ProduceRequest.TopicProduceData(
+                    name=plain_topic,
+                    partition_data=[ProduceRequest.PartitionProduceData(index=0, records=batch(1))],
+                ),
+                ProduceRequest.TopicProduceData(
+                    name=txn_topic,
+                    partition_data=[ProduceRequest.PartitionProduceData(index=0, records=txn_batch)],
+                ),
+            ],
+        ),
+        PRODUCE_VERSION,
+    )
+    from aiokafka_lite.wire.messages import ProduceResponse
+
+    assert isinstance(resp, ProduceResponse)
+    return {
+        "errors": [p.error_code for tr in resp.responses for p in tr.partition_responses],
+        "plain_hw": (await fetch(c, plain_topic)).high_watermark,
+    }

@@ -58,18 +58,40 @@ def node_endpoints(state: ClusterState, leaders: set[int]) -> list[ProduceRespon
     return out
 
 
-def _has_transactional_records(req: ProduceRequest) -> bool:
-    """Kafka looks at the first batch of every partition's records."""
+Checked = RecordBatch | BrokerResponseError | None  # None: null records
+
+
+def _check_all(req: ProduceRequest, v: int) -> list[list[Checked]]:
+    """``check_request_records`` of every partition's records, in request order (pure)."""
+    out: list[list[Checked]] = []
     for td in req.topic_data:
+        row: list[Checked] = []
         for pd in td.partition_data:
             if pd.records is None:
+                row.append(None)
                 continue
             try:
-                batch = read_batch(as_byte_view(pd.records))
-            except KafkaError:
-                continue  # malformed: the record checks answer for it
-            if isinstance(batch, RecordBatch) and batch.attributes & _ATTR_TRANSACTIONAL:
-                return True
+                row.append(check_request_records(pd.records, v))
+            except BrokerResponseError as e:
+                row.append(e)
+        out.append(row)
+    return out
+
+
+def _has_transactional_records(req: ProduceRequest, checked: list[list[Checked]]) -> bool:
+    """Kafka looks at the first batch of every partition's records, refused or not."""
+    for td, row in zip(req.topic_data, checked, strict=True):
+        for pd, result in zip(td.partition_data, row, strict=True):
+            if isinstance(result, RecordBatch):
+                if result.attributes & _ATTR_TRANSACTIONAL:
+                    return True
+            elif isinstance(result, BrokerResponseError) and pd.records is not None:
+                try:  # a refused record set may still start with a transactional batch
+                    first = read_batch(as_byte_view(pd.records))
+                except KafkaError:
+                    continue
+                if isinstance(first, RecordBatch) and first.attributes & _ATTR_TRANSACTIONAL:
+                    return True
     return False
 
 
@@ -78,7 +100,8 @@ async def produce(ctx: RequestContext, req: Request) -> Response | EncodedRespon
     state = ctx.cluster
     v = ctx.api_version
     acks = req.acks
-    if req.transactional_id is None and _has_transactional_records(req):
+    checked = _check_all(req, v)
+    if req.transactional_id is None and _has_transactional_records(req, checked):
         if acks == 0:
             raise CloseConnection("transactional records without a transactional id (acks=0)")
         return _all_failed(req, v, TransactionalIdAuthorizationFailedError.code)
@@ -86,7 +109,7 @@ async def produce(ctx: RequestContext, req: Request) -> Response | EncodedRespon
     moved_leaders: set[int] = set()
     responses = []
     accepted: list[tuple[Topic, Partition, ProduceResponse.PartitionProduceResponse, RecordBatch]] = []
-    for td in req.topic_data:
+    for td, row in zip(req.topic_data, checked, strict=True):
         topic: Topic | None
         if v >= 13:
             topic = state.topics_by_id.get(td.topic_id)
@@ -95,7 +118,7 @@ async def produce(ctx: RequestContext, req: Request) -> Response | EncodedRespon
             topic = state.topics.get(td.name)
             missing = UnknownTopicOrPartitionError.code
         parts = []
-        for pd in td.partition_data:
+        for pd, batch in zip(td.partition_data, row, strict=True):
             pr = ProduceResponse.PartitionProduceResponse(index=pd.index, base_offset=-1)
             parts.append(pr)
             if topic is None or not 0 <= pd.index < len(topic.partitions):
@@ -104,14 +127,12 @@ async def produce(ctx: RequestContext, req: Request) -> Response | EncodedRespon
                 pr.error_code = InvalidTopicError.code if topic is None and td.name in _INTERNAL else missing
                 failed = True
                 continue
-            if pd.records is None:
+            if batch is None:
                 # Kafka's request handler fails on null records and never answers the
                 # request; closing the connection is the prompt equivalent.
                 raise CloseConnection(f"produce request with null records for {td.name}-{pd.index}")
-            try:
-                batch = check_request_records(pd.records, v)
-            except BrokerResponseError as e:
-                _refuse(pr, e)
+            if isinstance(batch, BrokerResponseError):
+                _refuse(pr, batch)
                 failed = True
                 continue
             accepted.append((topic, topic.partitions[pd.index], pr, batch))
