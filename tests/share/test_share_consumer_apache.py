@@ -8,8 +8,10 @@ admin client) before producing.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import signal
 import sys
 import textwrap
 import uuid
@@ -166,9 +168,16 @@ _KILLED_MEMBER = textwrap.dedent(
 )
 
 
-async def test_killed_member_locks_expire_and_another_member_gets_its_records(
-    apache_kafka: ApacheCluster,
+@pytest.mark.parametrize(
+    "how",
+    [signal.SIGKILL, signal.SIGSTOP],
+    ids=["killed-connections-dropped", "frozen-connections-open-locks-expire"],
+)
+async def test_lost_member_records_go_to_another_member(
+    apache_kafka: ApacheCluster, how: signal.Signals
 ) -> None:
+    """A killed member's connections drop (the broker releases its records at once); a
+    frozen one keeps them open, so its records come back only when their locks expire."""
     topic, group = names()
     # 15 s is the shortest lock a group may ask for with the broker's default bounds.
     await prepare(apache_kafka, topic, group, 5, **{"share.record.lock.duration.ms": "15000"})
@@ -188,10 +197,14 @@ async def test_killed_member_locks_expire_and_another_member_gets_its_records(
         held = json.loads(line)
         assert held == [0, 1, 2, 3, 4]
     finally:
-        proc.kill()  # no acknowledgement, no leave, connections dropped
+        proc.send_signal(how)  # no acknowledgement, no leave
+    try:
+        async with ShareConsumer(apache_kafka.bootstrap, group_id=group, topics=[topic]) as survivor:
+            got = await poll_until(survivor, 5, within_s=45)
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # already gone when it was killed
+            proc.kill()
         await proc.wait()
-    async with ShareConsumer(apache_kafka.bootstrap, group_id=group, topics=[topic]) as survivor:
-        got = await poll_until(survivor, 5, within_s=45)
     assert [(r.offset, r.delivery_count) for r in got] == [(o, 2) for o in held]
 
 
