@@ -505,6 +505,23 @@ def _load() -> str:
     return f"{os.getloadavg()[0]:.1f}"
 
 
+def _gather_floor(n: int) -> float:
+    """Seconds ``asyncio.gather`` alone takes over ``n`` asyncio futures that are already
+    done: the least any "keep the futures, gather them" pattern can cost on top of
+    producing (asyncio.gather is Python code with a few calls per future)."""
+
+    async def run() -> float:
+        loop = asyncio.get_running_loop()
+        futs = [loop.create_future() for _ in range(n)]
+        for f in futs:
+            f.set_result(None)
+        t0 = time.perf_counter()
+        await asyncio.gather(*futs)
+        return time.perf_counter() - t0
+
+    return asyncio.run(run())
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--records", type=int, default=200_000)
@@ -557,8 +574,10 @@ def main() -> None:
             times: dict[str, list[float]] = {n: [] for n in names}
             phases: dict[str, dict[float, dict[str, float]]] = {n: {} for n in names}
             loads: list[str] = []
+            floors: list[float] = []
             for _ in range(args.throughput_rounds):
                 round_loads = [_load()]
+                floors.append(_gather_floor(args.records))
                 for name in names:  # interleaved, so background load hits every client alike
                     res = _run_worker("throughput", name, args, codec)
                     if res is not None:
@@ -583,6 +602,10 @@ def main() -> None:
                     f"{name:<24}{args.records / el:>12,.0f}{mb / el:>9.1f}{el:>9.2f}   {rounds_s}{split_s}",
                     flush=True,
                 )
+            print(
+                f"  (asyncio.gather alone over {args.records:,} done asyncio futures: {min(floors):.2f} s, "
+                f"best of {len(floors)}; no client can gather its futures faster)"
+            )
             for pattern, reference, target in TARGETS:
                 if pattern in rates and reference in rates:
                     ratio = rates[pattern] / rates[reference]

@@ -251,6 +251,21 @@ async def test_split_batch_handles_follow_their_records() -> None:
     ]
 
 
+async def test_wait_all_on_split_batches_reports_only_the_records_that_failed() -> None:
+    producer = Producer("127.0.0.1:9")  # never started: wait_all only looks at the records
+    parent = make_batch(4)
+    first, second = make_batch(2), make_batch(2)
+    parent.split_into([(first, 0), (second, 2)])
+    futs = handles(parent)
+    first.complete(50, -1)
+    second.fail(E.RecordListTooLargeError("events-3"))
+    await producer.wait_all(futs[:2])  # the part they are in was delivered
+    with pytest.raises(DeliveryFailedError) as info:
+        await producer.wait_all(futs)
+    assert [(f.position, f.partition) for f in info.value.failures] == [(2, 3), (3, 3)]
+    assert "2 of 4 record(s) not delivered: events-3: RecordListTooLargeError" in str(info.value)
+
+
 # -- against a broker ---------------------------------------------------------------------
 
 

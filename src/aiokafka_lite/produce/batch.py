@@ -32,7 +32,8 @@ __all__ = [
     "RecordFailure",
     "RecordFuture",
     "RecordMetadata",
-    "pending_batches",
+    "distinct_batches",
+    "has_failures",
     "record_failures",
 ]
 
@@ -691,25 +692,31 @@ class DeliveryFailedError(ExceptionGroup[Exception]):
         return cls(message, list(errors.values()), failures)
 
 
-def _check_handle(handle: object) -> RecordFuture:
-    if type(handle) is not RecordFuture:
-        raise TypeError(
-            f"expected the RecordFuture returned by Producer.enqueue(), got {type(handle).__name__}"
-        )
-    return handle
-
-
-def pending_batches(handles: Iterable[RecordFuture]) -> list[ProducerBatch]:
-    """The distinct batches still pending among those holding ``handles``' records."""
-    pending: dict[ProducerBatch, None] = {}
+def distinct_batches(handles: Iterable[RecordFuture]) -> list[ProducerBatch]:
+    """The distinct batches holding ``handles``' records (``TypeError`` for anything
+    that is not a RecordFuture)."""
+    seen: dict[ProducerBatch, None] = {}
     last = None
     for handle in handles:
-        batch = _check_handle(handle)._batch
-        if batch is not last:
+        if type(handle) is not RecordFuture:
+            raise TypeError(
+                f"expected the RecordFuture returned by Producer.enqueue(), got {type(handle).__name__}"
+            )
+        batch = handle._batch
+        if batch is not last:  # consecutive records mostly share a batch: few dict updates
             last = batch
-            if not batch.is_done:
-                pending[batch] = None
-    return list(pending)
+            seen[batch] = None
+    return list(seen)
+
+
+def has_failures(batches: Iterable[ProducerBatch]) -> bool:
+    """Whether a record of these (completed) batches failed."""
+    for batch in batches:
+        if batch.error is not None:
+            return True
+        if batch.children is not None and has_failures(child for child, _ in batch.children):
+            return True
+    return False
 
 
 def record_failures(handles: Iterable[RecordFuture]) -> list[RecordFailure]:

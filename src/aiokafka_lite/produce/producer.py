@@ -44,7 +44,8 @@ from .batch import (
     ProducerBatch,
     RecordFuture,
     RecordMetadata,
-    pending_batches,
+    distinct_batches,
+    has_failures,
     record_failures,
 )
 from .config import ProducerConfig
@@ -314,21 +315,22 @@ class Producer:
         are waited for. ``timeout`` in seconds: ``KafkaTimeoutError`` if it passes first.
         """
         handles = futures if isinstance(futures, list | tuple) else list(futures)
-        pending = pending_batches(handles)
-        if pending:
+        batches = distinct_batches(handles)
+        if not all(b.is_done for b in batches):
             try:
                 async with asyncio.timeout(timeout):
-                    for batch in pending:
+                    for batch in batches:
                         if not batch.is_done:
                             await batch.waiter()
             except TimeoutError:
-                left = sum(1 for b in pending if not b.is_done)
+                left = sum(1 for b in batches if not b.is_done)
                 raise E.KafkaTimeoutError(
                     f"wait_all timed out after {timeout} s with {left} batch(es) of records pending"
                 ) from None
-        failures = record_failures(handles)
-        if failures:
-            raise DeliveryFailedError.from_failures(failures, len(handles))
+        if has_failures(batches):  # only then look at the records one by one
+            failures = record_failures(handles)
+            if failures:  # (a split batch may have failed in a part holding none of them)
+                raise DeliveryFailedError.from_failures(failures, len(handles))
 
     async def close(self, timeout: float | None = None, *, flush: bool = True) -> None:  # noqa: ASYNC109
         """Stop accepting records, deliver what is buffered (``flush=True``, within
