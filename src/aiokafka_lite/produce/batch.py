@@ -131,10 +131,11 @@ class ProducerBatch:
         self._callbacks: list[Callable[[ProducerBatch], None]] | None = None
         #: Record handles with done-callbacks registered while the batch was pending.
         self._watchers: list[RecordFuture] | None = None
-        #: Record-handle callbacks due to run in the next ``_run_ready`` (one loop callback).
-        self._ready: (
-            list[tuple[Callable[[RecordFuture], object], RecordFuture, contextvars.Context]] | None
-        ) = None
+        #: Record-handle callbacks due to run in the next ``_run_ready`` (one loop callback),
+        #: flat: context, function, handle, context, ... (a tuple per entry would be one more
+        #: object per record for the garbage collector to count and trace: gather adds a
+        #: callback to every record).
+        self._ready: list[Any] | None = None
         #: The event loop the record handles of this batch belong to (set on first use).
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -253,19 +254,20 @@ class ProducerBatch:
         if ready is None:
             ready = self._ready = []
             self.event_loop().call_soon(self._run_ready)
-        ready.append((fn, handle, context))
+        ready += (context, fn, handle)
 
     def _run_ready(self) -> None:
         ready = self._ready
         self._ready = None
         if not ready:
             return
-        for i, (fn, handle, context) in enumerate(ready):
+        for i in range(0, len(ready), 3):
+            context, fn, handle = ready[i : i + 3]
             try:
                 context.run(fn, handle)
             except (SystemExit, KeyboardInterrupt):
-                for later in ready[i + 1 :]:  # as asyncio would: the rest still run later
-                    self._schedule(*later)
+                for j in range(i + 3, len(ready), 3):  # as asyncio would: the rest still run later
+                    self._schedule(ready[j + 1], ready[j + 2], ready[j])
                 raise
             except BaseException as exc:
                 self.event_loop().call_exception_handler(
@@ -371,7 +373,8 @@ class RecordFuture:
     def __init__(self, batch: ProducerBatch, index: int) -> None:
         self._batch = batch
         self._index = index
-        self._callbacks: list[tuple[Callable[[RecordFuture], object], contextvars.Context]] | None = None
+        #: Done-callbacks while pending, flat: function, context, function, context, ...
+        self._callbacks: list[Any] | None = None
         self._cancelled = False
         self._cancel_message: str | None = None
         #: asyncio's protocol flag: True while ``__await__`` has yielded this handle to the
@@ -445,26 +448,29 @@ class RecordFuture:
             if ready is None:
                 ready = batch._ready = []
                 batch.event_loop().call_soon(batch._run_ready)
-            ready.append((fn, self, context))
+            ready += (context, fn, self)
             return
         callbacks = self._callbacks
         if callbacks is None:
-            self._callbacks = [(fn, context)]
+            self._callbacks = [fn, context]
             watchers = batch._watchers
             if watchers is None:
                 batch._watchers = [self]
             else:
                 watchers.append(self)
         else:
-            callbacks.append((fn, context))
+            callbacks += (fn, context)
 
     def remove_done_callback(self, fn: Callable[[RecordFuture], object]) -> int:
         """Remove every pending registration of ``fn``; returns how many were removed."""
         callbacks = self._callbacks
         if not callbacks:
             return 0
-        kept = [entry for entry in callbacks if entry[0] != fn]
-        removed = len(callbacks) - len(kept)
+        kept: list[Any] = []
+        for i in range(0, len(callbacks), 2):
+            if callbacks[i] != fn:
+                kept += callbacks[i : i + 2]
+        removed = (len(callbacks) - len(kept)) // 2
         if removed:
             self._callbacks = kept
         return removed
@@ -488,8 +494,12 @@ class RecordFuture:
         if callbacks:
             self._callbacks = None
             batch = self._batch
-            for fn, context in callbacks:
-                batch._schedule(fn, self, context)
+            ready = batch._ready  # batch._schedule(), inlined: called for every record waited on
+            if ready is None:
+                ready = batch._ready = []
+                batch.event_loop().call_soon(batch._run_ready)
+            for i in range(0, len(callbacks), 2):
+                ready += (callbacks[i + 1], callbacks[i], self)
 
     def as_future(self) -> asyncio.Future[RecordMetadata]:
         """A real ``asyncio.Future`` with the same outcome (for APIs that need one)."""
