@@ -36,12 +36,13 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, NoReturn, Self, TypeVar
+from typing import TYPE_CHECKING, Final, NoReturn, Self, TypeVar
 
 from aiokafka_lite.errors import KafkaError
 
@@ -75,6 +76,11 @@ _TEST_BROKER_CONFIG: Mapping[str, str] = {
     "offsets.topic.num.partitions": "10",
     "transaction.state.log.num.partitions": "10",
     "share.coordinator.state.topic.num.partitions": "10",
+    # Share groups (KIP-932): let tests give a group short acquisition locks, and
+    # heartbeat every second (Kafka's 5 s makes the first assignment take ~5 s).
+    "group.share.min.record.lock.duration.ms": "1000",
+    "group.share.min.heartbeat.interval.ms": "1000",
+    "group.share.heartbeat.interval.ms": "1000",
     "log.flush.interval.messages": "9223372036854775807",
     # Bounded heap-friendly segment size for short-lived test data.
     "log.segment.bytes": str(64 << 20),
@@ -182,6 +188,14 @@ def _free_port(host: str) -> int:
         return int(s.getsockname()[1])
 
 
+def _accepts(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), 0.5):
+            return True
+    except OSError:
+        return False
+
+
 def _random_cluster_id() -> str:
     """A base64url UUID, as ``kafka-storage random-uuid`` makes. Like Kafka's own, never
     one that starts with ``-``: the storage tool's argument parser would take it for an
@@ -190,6 +204,53 @@ def _random_cluster_id() -> str:
         cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         if not cid.startswith("-"):
             return cid
+
+
+_SCRAM_MECHANISMS: Final = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+_SASL_MECHANISMS: Final = ("PLAIN", *_SCRAM_MECHANISMS)
+
+
+@dataclass(frozen=True)
+class _Security:
+    """How the client listener is secured. A secured cluster keeps a second, plaintext
+    listener (INTERNAL) for replication and for the launcher's own admin client."""
+
+    protocol: str = "PLAINTEXT"
+    keystore: Path | None = None  # PEM file: private key (PKCS#8) and certificate chain
+    sasl_users: Mapping[str, str] = field(default_factory=dict)
+    sasl_mechanisms: tuple[str, ...] = ()
+
+    @property
+    def secured(self) -> bool:
+        return self.protocol != "PLAINTEXT"
+
+    def listener_configs(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        if self.keystore is not None:
+            out["listener.name.client.ssl.keystore.type"] = "PEM"
+            out["listener.name.client.ssl.keystore.location"] = str(self.keystore)
+        if self.sasl_mechanisms:
+            out["listener.name.client.sasl.enabled.mechanisms"] = ",".join(self.sasl_mechanisms)
+        for mech in self.sasl_mechanisms:
+            if mech == "PLAIN":
+                users = " ".join(f'user_{u}="{pw}"' for u, pw in self.sasl_users.items())
+                module = f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};"
+            else:  # SCRAM credentials live in the metadata log (format --add-scram)
+                module = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+            out[f"listener.name.client.{mech.lower()}.sasl.jaas.config"] = module
+        return out
+
+    def format_args(self) -> list[str]:
+        args: list[str] = []
+        for mech in self.sasl_mechanisms:
+            if mech in _SCRAM_MECHANISMS:
+                for user, pw in self.sasl_users.items():
+                    args += ["--add-scram", f"{mech}=[name={user},password={pw}]"]
+        return args
+
+
+# Characters that the JAAS line or the storage tool's --add-scram syntax cannot carry.
+_UNSAFE_CREDENTIAL_CHARS: Final = frozenset('"\\,[]=; \n')
 
 
 class ApacheNode:
@@ -207,6 +268,7 @@ class ApacheNode:
         port: int,
         controller_port: int,
         heap: str,
+        internal_port: int | None = None,
     ) -> None:
         self.node_id = node_id
         self.dir = workdir / f"node-{node_id}"
@@ -216,6 +278,7 @@ class ApacheNode:
         self.host = host
         self.port = port
         self.controller_port = controller_port
+        self.internal_port = internal_port
         self._classpath = classpath
         self._heap = heap
         self._proc: subprocess.Popen[bytes] | None = None
@@ -225,6 +288,11 @@ class ApacheNode:
         return f"{self.host}:{self.port}"
 
     @property
+    def internal_address(self) -> str:
+        """The plaintext listener (the client listener itself when it is plaintext)."""
+        return f"{self.host}:{self.internal_port or self.port}"
+
+    @property
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
@@ -232,17 +300,34 @@ class ApacheNode:
     def pid(self) -> int | None:
         return self._proc.pid if self.running and self._proc is not None else None
 
-    def write_config(self, quorum: str, configs: Mapping[str, str]) -> None:
+    def write_config(self, quorum: str, configs: Mapping[str, str], security: _Security) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
+        controller = f"CONTROLLER://{self.host}:{self.controller_port}"
+        if security.secured:
+            client = f"CLIENT://{self.host}:{self.port}"
+            internal = f"INTERNAL://{self.host}:{self.internal_port}"
+            listeners = {
+                "listeners": f"{client},{internal},{controller}",
+                "advertised.listeners": f"{client},{internal}",
+                "inter.broker.listener.name": "INTERNAL",
+                "listener.security.protocol.map": (
+                    f"CLIENT:{security.protocol},INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT"
+                ),
+                **security.listener_configs(),
+            }
+        else:
+            listeners = {
+                "listeners": f"PLAINTEXT://{self.host}:{self.port},{controller}",
+                "advertised.listeners": f"PLAINTEXT://{self.host}:{self.port}",
+                "inter.broker.listener.name": "PLAINTEXT",
+                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            }
         props = {
             "process.roles": "broker,controller",
             "node.id": str(self.node_id),
             "controller.quorum.voters": quorum,
-            "listeners": f"PLAINTEXT://{self.host}:{self.port},CONTROLLER://{self.host}:{self.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://{self.host}:{self.port}",
             "controller.listener.names": "CONTROLLER",
-            "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            **listeners,
             "log.dirs": str(self.data_dir),
             **configs,
         }
@@ -262,9 +347,9 @@ class ApacheNode:
             *args,
         ]
 
-    def format(self, cluster_id: str) -> None:
+    def format(self, cluster_id: str, extra: Sequence[str] = ()) -> None:
         cmd = self._java_cmd(
-            "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(self.config_path)
+            "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(self.config_path), *extra
         )
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         if proc.returncode != 0:
@@ -322,6 +407,9 @@ class ApacheNode:
         return "\n".join(text.splitlines()[-lines:])
 
     def wait_listening(self, deadline: float) -> None:
+        """Waits until every listener of the node accepts connections (the client one, and
+        the internal one that the launcher's admin client uses: they open one by one)."""
+        ports = [self.port] if self.internal_port is None else [self.port, self.internal_port]
         while True:
             proc = self._proc
             if proc is not None and proc.poll() is not None:
@@ -329,7 +417,9 @@ class ApacheNode:
                     f"Kafka node {self.node_id} exited with code {proc.returncode} while starting; "
                     f"last lines of {self.log_path}:\n{self.log_tail()}"
                 )
-            with contextlib.suppress(OSError), socket.create_connection((self.host, self.port), 0.5):
+            while ports and _accepts(self.host, ports[0]):
+                ports.pop(0)
+            if not ports:
                 return
             if time.monotonic() > deadline:
                 raise ApacheKafkaError(
@@ -344,7 +434,11 @@ class ApacheCluster:
 
     Every node is broker and controller (the controller quorum is all nodes), so any
     single node of three may be stopped or killed while the cluster keeps serving.
-    ``configs`` are extra broker settings for every node. The control methods are
+    ``configs`` are extra broker settings for every node. ``tls=(certfile, keyfile)``
+    (PEM; an unencrypted key) makes the client listener speak TLS and ``sasl_users``
+    (user -> password) SASL (PLAIN and SCRAM-SHA-256/512 unless ``sasl_mechanisms`` says
+    otherwise), like ``EmbeddedCluster``'s ``ssl_context``/``sasl_users``; replication
+    and the launcher's own admin client then use a second, plaintext listener. The control methods are
     synchronous (they block on an admin client running on a private thread), so they
     work from sync and async tests alike; the ``async`` broker lifecycle methods mirror
     ``EmbeddedCluster``'s.
@@ -360,9 +454,24 @@ class ApacheCluster:
         workdir: str | os.PathLike[str] | None = None,
         heap: str = "768m",
         start_timeout: float = 120.0,
+        tls: tuple[str | os.PathLike[str], str | os.PathLike[str]] | None = None,
+        sasl_users: Mapping[str, str] | None = None,
+        sasl_mechanisms: Sequence[str] = _SASL_MECHANISMS,
     ) -> None:
         if brokers < 1:
             raise ApacheKafkaError("a cluster needs at least one broker")
+        unknown = sorted(set(sasl_mechanisms) - set(_SASL_MECHANISMS))
+        if sasl_users is not None and unknown:
+            raise ApacheKafkaError(f"unsupported SASL mechanisms {unknown} (choose from {_SASL_MECHANISMS})")
+        for user, pw in (sasl_users or {}).items():
+            if not user or not pw or _UNSAFE_CREDENTIAL_CHARS & set(user + pw):
+                raise ApacheKafkaError(
+                    f"SASL user {user!r}: names and passwords must be non-empty and free of "
+                    f"{''.join(sorted(_UNSAFE_CREDENTIAL_CHARS))!r} (Kafka's JAAS and SCRAM set-up syntax)"
+                )
+        self._tls = (Path(tls[0]), Path(tls[1])) if tls is not None else None
+        self._sasl_users = dict(sasl_users) if sasl_users is not None else None
+        self._sasl_mechanisms = tuple(sasl_mechanisms) if sasl_users is not None else ()
         self.version = resolve_version(version)
         self.host = host
         self.brokers_count = brokers
@@ -386,6 +495,7 @@ class ApacheCluster:
         else:
             workdir = Path(self._workdir_arg)
             workdir.mkdir(parents=True, exist_ok=True)
+        security = self._security(workdir)
         for i in range(self.brokers_count):
             self.nodes.append(
                 ApacheNode(
@@ -396,6 +506,7 @@ class ApacheCluster:
                     port=_free_port(self.host),
                     controller_port=_free_port(self.host),
                     heap=self._heap,
+                    internal_port=_free_port(self.host) if security.secured else None,
                 )
             )
         quorum = ",".join(f"{n.node_id}@{n.host}:{n.controller_port}" for n in self.nodes)
@@ -411,19 +522,32 @@ class ApacheCluster:
         }
         try:
             for n in self.nodes:
-                n.write_config(quorum, configs)
-                n.format(self.cluster_id)
+                n.write_config(quorum, configs, security)
+                n.format(self.cluster_id, security.format_args())
             for n in self.nodes:
                 n.start()
             deadline = time.monotonic() + self._start_timeout
             for n in self.nodes:
                 n.wait_listening(deadline)
-            self._control = _ControlThread(self.bootstrap)
+            self._control = _ControlThread(",".join(n.internal_address for n in self.nodes))
             self._control.start()
             self._wait_brokers(len(self.nodes), deadline)
         except BaseException:
             self.close()
             raise
+
+    def _security(self, workdir: Path) -> _Security:
+        keystore = None
+        if self._tls is not None:
+            # Kafka's PEM keystore: the (unencrypted PKCS#8) key and the chain in one file.
+            cert, key = self._tls
+            keystore = workdir / "keystore.pem"
+            keystore.write_text(key.read_text() + cert.read_text())
+        if self._sasl_users is not None:
+            protocol = "SASL_SSL" if keystore is not None else "SASL_PLAINTEXT"
+        else:
+            protocol = "SSL" if keystore is not None else "PLAINTEXT"
+        return _Security(protocol, keystore, self._sasl_users or {}, self._sasl_mechanisms)
 
     def close(self) -> None:
         if self._control is not None:
@@ -630,7 +754,11 @@ class _ControlThread:
                 from aiokafka_lite.admin.client import Admin
 
                 admin = Admin(self._bootstrap, request_timeout_ms=15_000)
-                await admin.start()
+                try:
+                    await admin.start()
+                except BaseException:
+                    await admin.close()  # the next call starts a fresh one
+                    raise
                 self._admin = admin
             return await asyncio.wait_for(fn(self._admin), timeout)
 

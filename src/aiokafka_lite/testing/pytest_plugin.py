@@ -21,7 +21,9 @@ Fixtures:
     ``await kafka_cluster_factory(brokers=3, ...)``: custom cluster shapes, closed at
     teardown. Embedded: any ``EmbeddedCluster`` argument. Apache: a fresh
     ``ApacheCluster`` with ``brokers``, ``auto_create_topics``, ``default_partitions``,
-    ``topics`` and ``configs`` (broker settings).
+    ``topics``, ``configs`` (broker settings), ``sasl_users``/``sasl_mechanisms`` and
+    ``tls=(certfile, keyfile)``; the last also works on the embedded cluster (there it
+    becomes the ``ssl_context``), so a TLS test can run on both.
 ``kafka_threaded_cluster_factory``
     ``kafka_threaded_cluster_factory(**kwargs) -> ThreadedCluster``: a cluster for tests
     with blocking clients (``tc.bootstrap``, ``tc.call(lambda c: c.high_watermark(...))``,
@@ -278,7 +280,7 @@ async def kafka_cluster_factory(pytestconfig: pytest.Config) -> AsyncIterator[Cl
     clusters: list[EmbeddedCluster] = []
 
     async def factory(**kwargs: Any) -> EmbeddedCluster:
-        cluster = EmbeddedCluster(**kwargs)
+        cluster = EmbeddedCluster(**_embedded_args(kwargs))
         await cluster.start()
         clusters.append(cluster)
         return cluster
@@ -316,7 +318,7 @@ def kafka_threaded_cluster_factory(pytestconfig: pytest.Config) -> Iterator[Call
     started: list[ThreadedCluster] = []
 
     def factory(**kwargs: Any) -> ThreadedCluster:
-        tc = ThreadedCluster(**kwargs)
+        tc = ThreadedCluster(**_embedded_args(kwargs))
         tc.start()
         started.append(tc)
         return tc
@@ -331,7 +333,24 @@ def kafka_threaded_cluster_factory(pytestconfig: pytest.Config) -> Iterator[Call
 # -- Apache Kafka in place of the embedded factories ------------------------------------
 
 # EmbeddedCluster arguments that a real cluster can honour, and how.
-_PORTABLE_CLUSTER_ARGS = frozenset({"brokers", "auto_create_topics", "default_partitions", "topics", "configs"})
+_PORTABLE_CLUSTER_ARGS = frozenset(
+    {"brokers", "auto_create_topics", "default_partitions", "topics", "configs", "tls", "sasl_users", "sasl_mechanisms"}
+)
+
+
+def _embedded_args(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``tls=(certfile, keyfile)`` works on both kinds of cluster; the embedded one takes
+    it as a server ``ssl_context``."""
+    if "tls" not in kwargs:
+        return kwargs
+    import ssl
+
+    out = dict(kwargs)
+    cert, key = out.pop("tls")
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(cert, key)
+    out["ssl_context"] = ctx
+    return out
 
 
 def _apache_cluster(version: str, kwargs: dict[str, Any]) -> ApacheCluster:
@@ -348,7 +367,8 @@ def _apache_cluster(version: str, kwargs: dict[str, Any]) -> ApacheCluster:
         configs["auto.create.topics.enable"] = "true" if kwargs["auto_create_topics"] else "false"
     if "default_partitions" in kwargs:
         configs["num.partitions"] = str(kwargs["default_partitions"])
-    return ApacheCluster(int(kwargs.get("brokers", 1)), version=version, configs=configs)
+    security: dict[str, Any] = {k: kwargs[k] for k in ("tls", "sasl_users", "sasl_mechanisms") if k in kwargs}
+    return ApacheCluster(int(kwargs.get("brokers", 1)), version=version, configs=configs, **security)
 
 
 def _create_initial_topics(cluster: ApacheCluster, kwargs: dict[str, Any]) -> None:
