@@ -42,6 +42,8 @@ from aiokafka_lite.wire.messages import (
     LeaveGroupResponse,
     ListOffsetsRequest,
     ListOffsetsResponse,
+    MetadataRequest,
+    MetadataResponse,
     OffsetCommitRequest,
     OffsetCommitResponse,
     OffsetDeleteRequest,
@@ -749,6 +751,34 @@ async def case_metadata_topic_names(t: Target) -> Observation:
     ):
         meta = await metadata(c, [name], auto_create=auto)
         out[key] = meta.topics[0].error_code
+    return out
+
+
+@case("admin")
+async def case_metadata_topic_id_before_v12(t: Target) -> Observation:
+    """v10/v11 have a topic id field but Kafka serves ids only from v12: the request is refused."""
+    c = await t.client()
+    existing = await t.create_topic("mdid")
+    some_id = uuid.uuid4()
+    out: Observation = {}
+    for key, version, name, topic_id in (
+        ("v10_null_name", 10, None, some_id),
+        ("v11_null_name_zero_id", 11, None, uuid.UUID(int=0)),
+        ("v10_name_and_id", 10, t.unique("nosuch"), some_id),
+        ("v11_existing_and_id", 11, existing, some_id),
+        ("v12_null_name_unknown_id", 12, None, some_id),
+    ):
+        req = MetadataRequest(
+            topics=[MetadataRequest.MetadataRequestTopic(topic_id=topic_id, name=name)],
+            allow_auto_topic_creation=False,
+        )
+        resp = await c.request(req, version)
+        assert isinstance(resp, MetadataResponse)
+        out[key] = [
+            (tp.error_code, tp.name == name or (name is None and tp.name in ("", None)), tp.topic_id == topic_id)
+            for tp in resp.topics
+        ]
+        out[key + "_null_name_as"] = [tp.name for tp in resp.topics] if name is None else None
     return out
 
 
