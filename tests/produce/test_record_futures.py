@@ -17,7 +17,7 @@ from aiokafka_lite.produce import (
     RecordFuture,
     RecordMetadata,
 )
-from aiokafka_lite.produce.batch import ProducerBatch
+from aiokafka_lite.produce.batch import ProducerBatch, SendWakeup
 from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.messages import ProduceRequest
 from aiokafka_lite.wire.records import BatchBuilder
@@ -264,6 +264,31 @@ async def test_wait_all_on_split_batches_reports_only_the_records_that_failed() 
         await producer.wait_all(futs)
     assert [(f.position, f.partition) for f in info.value.failures] == [(2, 3), (3, 3)]
     assert "2 of 4 record(s) not delivered: events-3: RecordListTooLargeError" in str(info.value)
+
+
+async def test_send_wakeups_wake_every_waiting_task_and_cancel_only_one() -> None:
+    loop = asyncio.get_running_loop()
+    reported: list[dict[str, object]] = []
+    loop.set_exception_handler(lambda _loop, ctx: reported.append(ctx))
+    try:
+        b = make_batch(3)
+
+        async def send_like(index: int) -> RecordMetadata:
+            await SendWakeup(b)
+            return b.metadata(index)
+
+        tasks = [asyncio.ensure_future(send_like(i)) for i in range(3)]
+        await asyncio.sleep(0)
+        tasks[1].cancel()
+        await asyncio.sleep(0)
+        assert tasks[1].cancelled() and not tasks[0].done() and not tasks[2].done()
+        b.complete(20, -1)
+        assert [md.offset for md in await asyncio.gather(tasks[0], tasks[2])] == [20, 22]
+        await asyncio.sleep(0)
+        assert reported == []  # the cancelled task was not woken a second time
+        await SendWakeup(b)  # done already: no suspension
+    finally:
+        loop.set_exception_handler(None)
 
 
 # -- against a broker ---------------------------------------------------------------------

@@ -32,6 +32,7 @@ __all__ = [
     "RecordFailure",
     "RecordFuture",
     "RecordMetadata",
+    "SendWakeup",
     "distinct_batches",
     "has_failures",
     "record_failures",
@@ -65,6 +66,7 @@ class ProducerBatch:
         "_pending_children",
         "_ready",
         "_waiters",
+        "_wakeups",
         "_watchers",
         "attempts",
         "base_offset",
@@ -129,6 +131,8 @@ class ProducerBatch:
         self._pending_children = 0
         self._waiters: list[asyncio.Future[None]] | None = None
         self._callbacks: list[Callable[[ProducerBatch], None]] | None = None
+        #: Tasks in ``Producer.send`` waiting for this batch (see ``SendWakeup``).
+        self._wakeups: list[SendWakeup] | None = None
         #: Record handles with done-callbacks registered while the batch was pending.
         self._watchers: list[RecordFuture] | None = None
         #: Record-handle callbacks due to run in the next ``_run_ready`` (one loop callback),
@@ -235,6 +239,25 @@ class ProducerBatch:
             self._watchers = None
             for handle in watchers:
                 handle._fire()
+        wakeups = self._wakeups
+        if wakeups:
+            self._wakeups = None
+            self.event_loop().call_soon(self._wake, wakeups)
+
+    def _wake(self, wakeups: list[SendWakeup]) -> None:
+        """Wake the Tasks waiting in ``send`` (one loop callback for all of them)."""
+        for wakeup in wakeups:
+            callback, context = wakeup._callback, wakeup._context
+            if wakeup._cancelled or callback is None or context is None:
+                continue  # woken when it was cancelled, or its callback was removed
+            try:
+                context.run(callback, wakeup)
+            except (SystemExit, KeyboardInterrupt):
+                raise
+            except BaseException as exc:
+                self.event_loop().call_exception_handler(
+                    {"message": "Exception waking a producer send", "exception": exc, "future": wakeup}
+                )
 
     # -- record-handle callbacks (see RecordFuture) ----------------------------------------
 
@@ -346,6 +369,90 @@ class ProducerBatch:
                 lat if lat >= 0 else batch.timestamps[index],
             ),
         )
+
+
+class SendWakeup:
+    """What a Task in ``Producer.send`` awaits: the completion of the record's batch.
+
+    A minimal object in asyncio's future protocol, awaited by that one Task only: the
+    Task registers its wake-up callback, and when the batch completes one loop callback
+    wakes every Task waiting on it (``ProducerBatch._wake``), where a per-Task
+    ``asyncio.Future`` would schedule one loop callback each. Cancelling it (the Task
+    was cancelled) wakes that Task alone. It has no result: ``send`` reads the record's
+    outcome from the batch.
+    """
+
+    __slots__ = (
+        "_asyncio_future_blocking",
+        "_batch",
+        "_callback",
+        "_cancel_message",
+        "_cancelled",
+        "_context",
+    )
+
+    def __init__(self, batch: ProducerBatch) -> None:
+        self._batch = batch
+        self._callback: Callable[[SendWakeup], object] | None = None
+        self._context: contextvars.Context | None = None
+        self._cancelled = False
+        self._cancel_message: str | None = None
+        self._asyncio_future_blocking = False
+
+    def done(self) -> bool:
+        return self._batch.is_done or self._cancelled
+
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    def result(self) -> None:
+        if self._cancelled:
+            raise asyncio.CancelledError("" if self._cancel_message is None else self._cancel_message)
+        if not self._batch.is_done:
+            raise asyncio.InvalidStateError("the batch is not complete yet")
+
+    def exception(self) -> BaseException | None:
+        self.result()
+        return None
+
+    def get_loop(self) -> asyncio.AbstractEventLoop:
+        return self._batch._loop or self._batch.event_loop()
+
+    def add_done_callback(
+        self, fn: Callable[[SendWakeup], object], *, context: contextvars.Context | None = None
+    ) -> None:
+        if self._callback is not None:
+            raise IllegalStateError("a send's wake-up serves the one Task awaiting it")
+        self._callback = fn
+        self._context = context if context is not None else contextvars.copy_context()
+        batch = self._batch
+        if self.done():
+            self.get_loop().call_soon(fn, self, context=self._context)
+        elif batch._wakeups is None:
+            batch._wakeups = [self]
+        else:
+            batch._wakeups.append(self)
+
+    def remove_done_callback(self, fn: Callable[[SendWakeup], object]) -> int:
+        if self._callback is None or self._callback != fn or self.done():
+            return 0
+        self._callback = None  # the batch skips it
+        return 1
+
+    def cancel(self, msg: str | None = None) -> bool:
+        if self.done():
+            return False
+        self._cancelled = True
+        self._cancel_message = msg
+        if self._callback is not None:
+            self.get_loop().call_soon(self._callback, self, context=self._context)
+        return True
+
+    def __await__(self) -> Generator[Any, None, None]:
+        if not self.done():
+            self._asyncio_future_blocking = True
+            yield self
+        self.result()
 
 
 class RecordFuture:

@@ -44,6 +44,7 @@ from .batch import (
     ProducerBatch,
     RecordFuture,
     RecordMetadata,
+    SendWakeup,
     distinct_batches,
     has_failures,
     record_failures,
@@ -758,7 +759,7 @@ class Producer:
         if batch is None:
             batch, index = await self._append_slow(topic, partition, headers, index)
         if not batch.is_done:
-            await batch.waiter()
+            await SendWakeup(batch)  # woken with the batch's other senders, in one loop callback
         return batch.metadata(index)
 
     async def enqueue_batch(
