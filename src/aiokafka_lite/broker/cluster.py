@@ -41,6 +41,7 @@ ApiKey = int | type[Request]
 _OPTIONAL_PARTS = (
     ("aiokafka_lite.broker.groups", "register_group_handlers"),
     ("aiokafka_lite.broker.transactions", "register_txn_handlers"),
+    ("aiokafka_lite.broker.share_groups", "register_share_handlers"),
 )
 
 

@@ -250,6 +250,8 @@ class _Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
+        for listener in self.broker.state.connection_listeners:
+            listener(self.id)
         self._wake()
         if self._writable is not None and not self._writable.done():
             self._writable.set_result(None)

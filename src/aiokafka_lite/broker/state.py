@@ -277,6 +277,10 @@ class ClusterState:
         self.storage: Storage | None = None
         # Per-cluster state of core handlers (e.g. "fetch_sessions": broker id -> cache).
         self.extensions: dict[str, Any] = {}
+        # Group configs set through IncrementalAlterConfigs on GROUP resources: group -> name -> value.
+        self.group_configs: dict[str, dict[str, str]] = {}
+        # Called with a connection's id when it closes (share sessions release their records).
+        self.connection_listeners: list[Callable[[str], None]] = []
         self._next_producer_id = 1000
         self._listeners: list[MetadataListener] = []
         self._rr = 0  # round-robin start for new partitions' leaders

@@ -45,6 +45,7 @@ __all__ = ["register"]
 RESOURCE_TOPIC: Final = 2
 RESOURCE_BROKER: Final = 4
 RESOURCE_BROKER_LOGGER: Final = 8
+RESOURCE_GROUP: Final = 32
 SOURCE_DYNAMIC_TOPIC: Final = 1
 SOURCE_DYNAMIC_BROKER: Final = 2
 SOURCE_STATIC_BROKER: Final = 4
@@ -335,6 +336,22 @@ def _alter(
                 state.config.extra[k] = val
     elif resource_type == RESOURCE_BROKER_LOGGER:
         return
+    elif resource_type == RESOURCE_GROUP:
+        from aiokafka_lite.broker.share_groups import validate_group_config
+
+        for k, val in changes.items():
+            problem = validate_group_config(k, val)
+            if problem is not None:
+                raise InvalidConfigError(problem)
+        if validate_only:
+            return
+        configs = state.group_configs.setdefault(resource_name, {}) if incremental else {}
+        state.group_configs[resource_name] = configs
+        for k, val in changes.items():
+            if val is None:
+                configs.pop(k, None)
+            else:
+                configs[k] = val
     else:
         raise InvalidRequestError(f"unsupported resource type {resource_type}")
 

@@ -1,0 +1,206 @@
+"""Share-partition state (KIP-932): which records of one partition a share group has
+handed out, to whom, how often, and until when. Pure: time comes in as arguments.
+
+Records below ``start_offset`` are done (acknowledged or archived). Records from
+``start_offset`` to ``next_offset`` are *in flight*, each AVAILABLE, ACQUIRED (by a member,
+under an acquisition lock), ACKNOWLEDGED or ARCHIVED. Records from ``next_offset`` on
+were never delivered.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+__all__ = [
+    "ACCEPT",
+    "GAP",
+    "REJECT",
+    "RELEASE",
+    "AcquiredRange",
+    "InvalidAcknowledgement",
+    "RecordState",
+    "SharePartitionState",
+]
+
+GAP, ACCEPT, RELEASE, REJECT = 0, 1, 2, 3
+
+
+class RecordState(enum.Enum):
+    AVAILABLE = "available"
+    ACQUIRED = "acquired"
+    ACKNOWLEDGED = "acknowledged"
+    ARCHIVED = "archived"
+
+
+class InvalidAcknowledgement(Exception):
+    """An acknowledgement naming records the member does not hold (INVALID_RECORD_STATE),
+    or with an unknown type / malformed range (INVALID_REQUEST when ``bad_request``)."""
+
+    def __init__(self, message: str, *, bad_request: bool = False) -> None:
+        super().__init__(message)
+        self.bad_request = bad_request
+
+
+@dataclass(slots=True)
+class _InFlight:
+    state: RecordState
+    delivery_count: int = 0
+    member_id: str | None = None
+    lock_deadline_ms: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class AcquiredRange:
+    first_offset: int
+    last_offset: int
+    delivery_count: int
+
+
+@dataclass
+class SharePartitionState:
+    start_offset: int
+    next_offset: int = -1  # -1: set to start_offset
+    in_flight: dict[int, _InFlight] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.next_offset < self.start_offset:
+            self.next_offset = self.start_offset
+
+    # -- queries ------------------------------------------------------------------
+    def state_of(self, offset: int) -> RecordState | None:
+        """The state of an in-flight record; None below the start (done) or never delivered."""
+        rec = self.in_flight.get(offset)
+        return rec.state if rec is not None else None
+
+    def delivery_count(self, offset: int) -> int:
+        rec = self.in_flight.get(offset)
+        return rec.delivery_count if rec is not None else 0
+
+    def acquired_count(self) -> int:
+        return sum(1 for r in self.in_flight.values() if r.state is RecordState.ACQUIRED)
+
+    # -- transitions ---------------------------------------------------------------
+    def skip_to(self, log_start_offset: int) -> None:
+        """Records deleted from the log (retention, DeleteRecords) are gone for the group too."""
+        if log_start_offset > self.start_offset:
+            for o in range(self.start_offset, min(log_start_offset, self.next_offset)):
+                self.in_flight.pop(o, None)
+            self.start_offset = log_start_offset
+            self.next_offset = max(self.next_offset, log_start_offset)
+
+    def expire_locks(self, now_ms: float, delivery_limit: int) -> None:
+        """Acquired records whose lock ran out go back (or are archived at the delivery limit)."""
+        for rec in self.in_flight.values():
+            if rec.state is RecordState.ACQUIRED and rec.lock_deadline_ms <= now_ms:
+                self._release(rec, delivery_limit)
+        self._advance()
+
+    def release_member(self, member_id: str, delivery_limit: int) -> None:
+        """The member is gone (connection closed, session ended): its records go back."""
+        for rec in self.in_flight.values():
+            if rec.state is RecordState.ACQUIRED and rec.member_id == member_id:
+                self._release(rec, delivery_limit)
+        self._advance()
+
+    def acquire(
+        self,
+        member_id: str,
+        *,
+        high_watermark: int,
+        max_records: int,
+        now_ms: float,
+        lock_ms: int,
+        max_in_flight: int,
+        batch_end: int | None = None,
+    ) -> list[AcquiredRange]:
+        """Acquires up to ``max_records`` records for ``member_id``: first available in-flight
+        ones (redeliveries), then new ones below ``high_watermark`` while fewer than
+        ``max_in_flight`` records are in flight. ``batch_end`` (exclusive) lets new records be
+        acquired up to the end of the last batch touched (batch-optimized acquisition)."""
+        taken: list[int] = []
+        deadline = now_ms + lock_ms
+        for o in sorted(self.in_flight):
+            if len(taken) >= max_records:
+                break
+            rec = self.in_flight[o]
+            if rec.state is RecordState.AVAILABLE:
+                self._take(rec, member_id, deadline)
+                taken.append(o)
+        room = max_in_flight - (self.next_offset - self.start_offset)
+        want = min(max_records - len(taken), room)
+        if want > 0 and self.next_offset < high_watermark:
+            end = min(high_watermark, self.next_offset + want)
+            if batch_end is not None and taken == []:
+                end = max(end, min(batch_end, high_watermark))
+            for o in range(self.next_offset, end):
+                rec = _InFlight(RecordState.AVAILABLE)
+                self.in_flight[o] = rec
+                self._take(rec, member_id, deadline)
+                taken.append(o)
+            self.next_offset = end
+        return self._ranges(taken)
+
+    def acknowledge(
+        self, member_id: str, first: int, last: int, types: list[int], delivery_limit: int
+    ) -> None:
+        """Applies one acknowledgement batch: one type for the whole range, or one per offset.
+        All or nothing: raises InvalidAcknowledgement and changes nothing if any record of
+        the range (other than a GAP) is not acquired by ``member_id``."""
+        if last < first or not types or (len(types) != 1 and len(types) != last - first + 1):
+            raise InvalidAcknowledgement(f"malformed acknowledgement batch {first}..{last}", bad_request=True)
+        if any(t not in (GAP, ACCEPT, RELEASE, REJECT) for t in types):
+            raise InvalidAcknowledgement(f"unknown acknowledge type in {types}", bad_request=True)
+        plan: list[tuple[int, int]] = []
+        for i, o in enumerate(range(first, last + 1)):
+            kind = types[0] if len(types) == 1 else types[i]
+            rec = self.in_flight.get(o)
+            if kind == GAP:
+                if rec is not None and rec.state is RecordState.ACQUIRED and rec.member_id != member_id:
+                    raise InvalidAcknowledgement(f"offset {o} is acquired by another member")
+            elif rec is None or rec.state is not RecordState.ACQUIRED or rec.member_id != member_id:
+                raise InvalidAcknowledgement(f"offset {o} is not acquired by member {member_id}")
+            plan.append((o, kind))
+        for o, kind in plan:
+            rec = self.in_flight.get(o)
+            if rec is None:
+                continue  # a gap below the start or beyond what was delivered
+            if kind == ACCEPT:
+                rec.state, rec.member_id = RecordState.ACKNOWLEDGED, None
+            elif kind in (REJECT, GAP):
+                rec.state, rec.member_id = RecordState.ARCHIVED, None
+            else:
+                self._release(rec, delivery_limit)
+        self._advance()
+
+    # -- internals -----------------------------------------------------------------
+    @staticmethod
+    def _take(rec: _InFlight, member_id: str, deadline: float) -> None:
+        rec.state = RecordState.ACQUIRED
+        rec.member_id = member_id
+        rec.delivery_count += 1
+        rec.lock_deadline_ms = deadline
+
+    @staticmethod
+    def _release(rec: _InFlight, delivery_limit: int) -> None:
+        # A record delivered delivery_limit times is not offered again (KIP-932 poison records).
+        rec.state = RecordState.ARCHIVED if rec.delivery_count >= delivery_limit else RecordState.AVAILABLE
+        rec.member_id = None
+
+    def _advance(self) -> None:
+        while self.start_offset < self.next_offset:
+            rec = self.in_flight.get(self.start_offset)
+            if rec is None or rec.state not in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED):
+                break
+            del self.in_flight[self.start_offset]
+            self.start_offset += 1
+
+    def _ranges(self, offsets: list[int]) -> list[AcquiredRange]:
+        out: list[AcquiredRange] = []
+        for o in sorted(offsets):
+            count = self.in_flight[o].delivery_count
+            if out and out[-1].last_offset == o - 1 and out[-1].delivery_count == count:
+                out[-1] = AcquiredRange(out[-1].first_offset, o, count)
+            else:
+                out.append(AcquiredRange(o, o, count))
+        return out
