@@ -1,0 +1,134 @@
+"""The share-partition state machine (pure): acquisition, acknowledgement, locks, limits."""
+
+from __future__ import annotations
+
+import pytest
+
+from aiokafka_lite.broker.share_state import (
+    ACCEPT,
+    GAP,
+    REJECT,
+    RELEASE,
+    AcquiredRange,
+    InvalidAcknowledgement,
+    RecordState,
+    SharePartitionState,
+)
+
+LOCK_MS = 1000
+LIMIT = 3
+
+
+def acquire(
+    sp: SharePartitionState,
+    member: str,
+    *,
+    hwm: int = 10,
+    n: int = 100,
+    now: float = 0.0,
+    max_in_flight: int = 1000,
+    batch_end: int | None = None,
+) -> list[AcquiredRange]:
+    return sp.acquire(
+        member,
+        high_watermark=hwm,
+        max_records=n,
+        now_ms=now,
+        lock_ms=LOCK_MS,
+        max_in_flight=max_in_flight,
+        batch_end=batch_end,
+    )
+
+
+def test_new_records_are_acquired_once_then_accept_moves_the_start() -> None:
+    sp = SharePartitionState(start_offset=2)
+    assert acquire(sp, "a", hwm=6) == [AcquiredRange(2, 5, 1)]
+    assert acquire(sp, "b", hwm=6) == []
+    sp.acknowledge("a", 2, 3, [ACCEPT], LIMIT)
+    assert sp.start_offset == 4 and sp.state_of(4) is RecordState.ACQUIRED
+    sp.acknowledge("a", 4, 5, [ACCEPT, REJECT], LIMIT)
+    assert sp.start_offset == 6 and sp.in_flight == {}
+
+
+def test_max_records_and_max_in_flight_bound_acquisition() -> None:
+    sp = SharePartitionState(start_offset=0)
+    assert acquire(sp, "a", n=3) == [AcquiredRange(0, 2, 1)]
+    assert acquire(sp, "a", max_in_flight=5) == [AcquiredRange(3, 4, 1)]
+    assert sp.next_offset == 5
+
+
+def test_batch_end_extends_new_records_to_the_batch_boundary() -> None:
+    sp = SharePartitionState(start_offset=0)
+    assert acquire(sp, "a", n=2, batch_end=4) == [AcquiredRange(0, 3, 1)]
+
+
+def test_released_records_come_back_first_with_a_higher_delivery_count() -> None:
+    sp = SharePartitionState(start_offset=0)
+    acquire(sp, "a", hwm=4)
+    sp.acknowledge("a", 0, 3, [ACCEPT, RELEASE, RELEASE, ACCEPT], LIMIT)
+    assert sp.start_offset == 1
+    assert acquire(sp, "b", hwm=6) == [AcquiredRange(1, 2, 2), AcquiredRange(4, 5, 1)]
+
+
+def test_delivery_count_limit_archives_on_release_and_on_lock_expiry() -> None:
+    sp = SharePartitionState(start_offset=0)
+    for delivery in range(1, LIMIT + 1):
+        assert acquire(sp, "a", hwm=1) == [AcquiredRange(0, 0, delivery)]
+        if delivery < LIMIT:
+            sp.acknowledge("a", 0, 0, [RELEASE], LIMIT)
+    sp.expire_locks(LOCK_MS, LIMIT)  # the third delivery's lock runs out: archived, not offered
+    assert acquire(sp, "b", hwm=1) == [] and sp.start_offset == 1
+
+
+def test_lock_expiry_frees_only_expired_records() -> None:
+    sp = SharePartitionState(start_offset=0)
+    acquire(sp, "a", hwm=2, now=0)
+    acquire(sp, "b", hwm=4, now=500)
+    sp.expire_locks(LOCK_MS, LIMIT)
+    assert [sp.state_of(o) for o in range(4)] == [RecordState.AVAILABLE] * 2 + [RecordState.ACQUIRED] * 2
+
+
+def test_release_member_returns_its_records_only() -> None:
+    sp = SharePartitionState(start_offset=0)
+    acquire(sp, "a", hwm=2)
+    acquire(sp, "b", hwm=3)
+    sp.release_member("a", LIMIT)
+    assert [sp.state_of(o) for o in range(3)] == [RecordState.AVAILABLE] * 2 + [RecordState.ACQUIRED]
+    assert sp.delivery_count(0) == 1
+
+
+@pytest.mark.parametrize("first, last, types", [(0, 1, [ACCEPT]), (0, 0, [REJECT])])
+def test_acknowledging_records_held_by_another_member_changes_nothing(
+    first: int, last: int, types: list[int]
+) -> None:
+    sp = SharePartitionState(start_offset=0)
+    acquire(sp, "a", hwm=1)
+    acquire(sp, "b", hwm=2)
+    with pytest.raises(InvalidAcknowledgement) as info:
+        sp.acknowledge("b", first, last, types, LIMIT)
+    assert not info.value.bad_request
+    assert [sp.state_of(o) for o in range(2)] == [RecordState.ACQUIRED] * 2
+
+
+@pytest.mark.parametrize(
+    "first, last, types", [(3, 2, [ACCEPT]), (0, 2, [ACCEPT, ACCEPT]), (0, 0, [7]), (0, 0, [])]
+)
+def test_malformed_acknowledgements_are_bad_requests(first: int, last: int, types: list[int]) -> None:
+    sp = SharePartitionState(start_offset=0)
+    acquire(sp, "a", hwm=3)
+    with pytest.raises(InvalidAcknowledgement) as info:
+        sp.acknowledge("a", first, last, types, LIMIT)
+    assert info.value.bad_request
+
+
+def test_gap_archives_and_skip_to_drops_deleted_records() -> None:
+    sp = SharePartitionState(start_offset=0)
+    acquire(sp, "a", hwm=4)
+    sp.acknowledge("a", 0, 1, [GAP, ACCEPT], LIMIT)
+    assert sp.start_offset == 2
+    sp.skip_to(3)
+    assert sp.start_offset == 3 and sp.state_of(2) is None and sp.state_of(3) is RecordState.ACQUIRED
+    sp.skip_to(8)
+    assert (
+        sp.start_offset == 8 and sp.next_offset == 8 and acquire(sp, "a", hwm=9) == [AcquiredRange(8, 8, 1)]
+    )
