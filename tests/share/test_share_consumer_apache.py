@@ -1,4 +1,5 @@
-"""ShareConsumer against Apache Kafka 4.4 (share groups on by default there).
+"""ShareConsumer against the embedded broker and Apache Kafka 4.4 (share groups on by
+default there): every case runs on both (``share_broker``), the Apache run in every pass.
 
 Share groups start at the latest offset unless the group says otherwise, so each test
 sets ``share.auto.offset.reset=earliest`` on its group (a group config, through the
@@ -23,9 +24,20 @@ import pytest
 from aiokafka_lite import Consumer, Producer
 from aiokafka_lite.admin import Admin
 from aiokafka_lite.admin.types import ConfigResource
+from aiokafka_lite.broker import EmbeddedCluster
 from aiokafka_lite.errors import IllegalStateError
 from aiokafka_lite.share import AcknowledgeType, ShareConsumer, ShareRecord, ShareWorkers
 from aiokafka_lite.testing.apache import ApacheCluster
+
+Broker = EmbeddedCluster | ApacheCluster
+
+
+@pytest.fixture(params=["embedded", "apache"])
+def share_broker(request: pytest.FixtureRequest) -> Broker:
+    """``kafka_cluster`` (embedded, or Apache under --kafka=apache), then always Apache."""
+    fixture = "kafka_cluster" if request.param == "embedded" else "apache_kafka"
+    broker: Broker = request.getfixturevalue(fixture)
+    return broker
 
 
 def names() -> tuple[str, str]:
@@ -33,7 +45,7 @@ def names() -> tuple[str, str]:
     return f"share-t-{suffix}", f"share-g-{suffix}"
 
 
-async def prepare(cluster: ApacheCluster, topic: str, group: str, records: int, **group_configs: str) -> None:
+async def prepare(cluster: Broker, topic: str, group: str, records: int, **group_configs: str) -> None:
     cluster.create_topic(topic, partitions=1)
     configs: Mapping[str, str] = {"share.auto.offset.reset": "earliest", **group_configs}
     async with Admin(cluster.bootstrap) as admin:
@@ -56,10 +68,10 @@ async def poll_until(consumer: ShareConsumer, want: int, within_s: float = 30.0)
     return out
 
 
-async def test_three_consumers_accept_every_record_exactly_once(apache_kafka: ApacheCluster) -> None:
+async def test_three_consumers_accept_every_record_exactly_once(share_broker: Broker) -> None:
     topic, group = names()
     total = 300
-    await prepare(apache_kafka, topic, group, total)
+    await prepare(share_broker, topic, group, total)
     seen: list[ShareRecord] = []
     done = asyncio.Event()
 
@@ -73,7 +85,7 @@ async def test_three_consumers_accept_every_record_exactly_once(apache_kafka: Ap
     # record_limit acquisition (ShareFetch v2) hands out 20 at a time, so the members share the work.
     options = {"max_poll_records": 20, "share_acquire_mode": "record_limit"}
     consumers = [
-        ShareConsumer(apache_kafka.bootstrap, group_id=group, topics=[topic], **options) for _ in range(3)
+        ShareConsumer(share_broker.bootstrap, group_id=group, topics=[topic], **options) for _ in range(3)
     ]
     for c in consumers:
         await c.start()
@@ -89,24 +101,24 @@ async def test_three_consumers_accept_every_record_exactly_once(apache_kafka: Ap
     assert {r.delivery_count for r in seen} == {1}
     assert {r.value for r in seen} == {b"job-%d" % i for i in range(total)}
     # Everything was accepted: a new member of the group gets nothing.
-    async with ShareConsumer(apache_kafka.bootstrap, group_id=group, topics=[topic]) as late:
+    async with ShareConsumer(share_broker.bootstrap, group_id=group, topics=[topic]) as late:
         assert await poll_until(late, 1, within_s=8) == []
 
 
 async def test_released_records_come_back_with_delivery_count_two_rejected_never(
-    apache_kafka: ApacheCluster,
+    share_broker: Broker,
 ) -> None:
     topic, group = names()
-    await prepare(apache_kafka, topic, group, 10)
+    await prepare(share_broker, topic, group, 10)
     async with ShareConsumer(
-        apache_kafka.bootstrap, group_id=group, topics=[topic], acknowledgement_mode="explicit"
+        share_broker.bootstrap, group_id=group, topics=[topic], acknowledgement_mode="explicit"
     ) as consumer:
         first = await poll_until(consumer, 10)
         assert [r.offset for r in first] == list(range(10)) and {r.delivery_count for r in first} == {1}
         with pytest.raises(IllegalStateError, match="not acknowledged"):
             await consumer.poll(timeout_ms=0)
         with pytest.raises(IllegalStateError, match="explicit"):
-            ShareConsumer(apache_kafka.bootstrap, group_id=group, topics=[topic]).acknowledge(first[0])
+            ShareConsumer(share_broker.bootstrap, group_id=group, topics=[topic]).acknowledge(first[0])
         for r in first:
             kind = {3: AcknowledgeType.RELEASE, 4: AcknowledgeType.RELEASE, 5: AcknowledgeType.REJECT}
             consumer.acknowledge(r, kind.get(r.offset, AcknowledgeType.ACCEPT))
@@ -123,12 +135,12 @@ async def test_released_records_come_back_with_delivery_count_two_rejected_never
         assert await poll_until(consumer, 1, within_s=3) == []
 
 
-async def test_delivery_limit_archives_a_poison_record(apache_kafka: ApacheCluster) -> None:
+async def test_delivery_limit_archives_a_poison_record(share_broker: Broker) -> None:
     topic, group = names()
-    await prepare(apache_kafka, topic, group, 3, **{"share.delivery.count.limit": "2"})
+    await prepare(share_broker, topic, group, 3, **{"share.delivery.count.limit": "2"})
     deliveries: list[tuple[int, int]] = []
     async with ShareConsumer(
-        apache_kafka.bootstrap, group_id=group, topics=[topic], acknowledgement_mode="explicit"
+        share_broker.bootstrap, group_id=group, topics=[topic], acknowledgement_mode="explicit"
     ) as consumer:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 30
@@ -173,19 +185,17 @@ _KILLED_MEMBER = textwrap.dedent(
     [signal.SIGKILL, signal.SIGSTOP],
     ids=["killed-connections-dropped", "frozen-connections-open-locks-expire"],
 )
-async def test_lost_member_records_go_to_another_member(
-    apache_kafka: ApacheCluster, how: signal.Signals
-) -> None:
+async def test_lost_member_records_go_to_another_member(share_broker: Broker, how: signal.Signals) -> None:
     """A killed member's connections drop (the broker releases its records at once); a
     frozen one keeps them open, so its records come back only when their locks expire."""
     topic, group = names()
     # 15 s is the shortest lock a group may ask for with the broker's default bounds.
-    await prepare(apache_kafka, topic, group, 5, **{"share.record.lock.duration.ms": "15000"})
+    await prepare(share_broker, topic, group, 5, **{"share.record.lock.duration.ms": "15000"})
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
         _KILLED_MEMBER,
-        apache_kafka.bootstrap,
+        share_broker.bootstrap,
         group,
         topic,
         stdout=asyncio.subprocess.PIPE,
@@ -199,7 +209,7 @@ async def test_lost_member_records_go_to_another_member(
     finally:
         proc.send_signal(how)  # no acknowledgement, no leave
     try:
-        async with ShareConsumer(apache_kafka.bootstrap, group_id=group, topics=[topic]) as survivor:
+        async with ShareConsumer(share_broker.bootstrap, group_id=group, topics=[topic]) as survivor:
             got = await poll_until(survivor, 5, within_s=45)
     finally:
         with contextlib.suppress(ProcessLookupError):  # already gone when it was killed
@@ -209,13 +219,13 @@ async def test_lost_member_records_go_to_another_member(
 
 
 async def test_share_workers_route_failing_records_to_the_dead_letter_topic(
-    apache_kafka: ApacheCluster,
+    share_broker: Broker,
 ) -> None:
     topic, group = names()
     dlt = topic + ".dlt"
     total = 40
-    await prepare(apache_kafka, topic, group, total)
-    apache_kafka.create_topic(dlt, partitions=1)
+    await prepare(share_broker, topic, group, total)
+    share_broker.create_topic(dlt, partitions=1)
     poison = {7, 19, 33}
     attempts: Counter[int] = Counter()
     done: set[int] = set()
@@ -229,9 +239,9 @@ async def test_share_workers_route_failing_records_to_the_dead_letter_topic(
 
     async with (
         ShareConsumer(
-            apache_kafka.bootstrap, group_id=group, topics=[topic], acknowledgement_mode="explicit"
+            share_broker.bootstrap, group_id=group, topics=[topic], acknowledgement_mode="explicit"
         ) as consumer,
-        Producer(apache_kafka.bootstrap) as producer,
+        Producer(share_broker.bootstrap) as producer,
     ):
         workers = ShareWorkers(
             consumer,
@@ -257,7 +267,7 @@ async def test_share_workers_route_failing_records_to_the_dead_letter_topic(
     assert done == set(range(total)) - poison
     assert {o: attempts[o] for o in poison} == dict.fromkeys(poison, 2)
     assert workers.stats.rejected == len(poison) and workers.stats.dead_lettered == len(poison)
-    async with Consumer(apache_kafka.bootstrap, topics=[dlt], auto_offset_reset="earliest") as reader:
+    async with Consumer(share_broker.bootstrap, topics=[dlt], auto_offset_reset="earliest") as reader:
         letters = []
         deadline = asyncio.get_running_loop().time() + 20
         while len(letters) < len(poison) and asyncio.get_running_loop().time() < deadline:
