@@ -17,6 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from aiokafka_lite.net import Client
+from aiokafka_lite.wire.messages import MetadataRequest, MetadataResponse
+
 if TYPE_CHECKING:
     from aiokafka_lite.testing.apache import ApacheCluster
 
@@ -75,6 +78,36 @@ def interop_cluster(
             raise ValueError(f"no shared Apache Kafka cluster of {brokers} brokers")
         for name, partitions in (topics or {}).items():
             apache.create_topic(name, partitions)
+            wait_until_every_broker_serves(apache.bootstrap, name, partitions)
         return SharedApache(apache)
 
     return make
+
+
+def wait_until_every_broker_serves(bootstrap: str, topic: str, partitions: int, within_s: float = 30) -> None:
+    """Waits until each broker's metadata has ``topic`` with a leader for every partition.
+
+    A client's create-topic call returns once the controller has the topic; the brokers
+    of a real Kafka cluster learn of it a moment later, and a client asking a broker that
+    has not yet would see no such topic (the embedded brokers share one state)."""
+
+    async def wait() -> None:
+        async with Client(bootstrap) as client, asyncio.timeout(within_s):
+            for node in sorted(client.cluster.brokers):
+                while True:
+                    req = MetadataRequest(
+                        topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
+                        allow_auto_topic_creation=False,
+                    )
+                    resp = await client.send(req, node_id=node)
+                    assert isinstance(resp, MetadataResponse)
+                    (t,) = resp.topics
+                    if (
+                        not t.error_code
+                        and len(t.partitions) == partitions
+                        and all(p.leader_id >= 0 for p in t.partitions)
+                    ):
+                        break
+                    await asyncio.sleep(0.05)
+
+    asyncio.run(wait())

@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from interop_testlib import apache_three_nodes, interop_cluster
+from interop_testlib import apache_three_nodes, interop_cluster, wait_until_every_broker_serves
 
 from aiokafka_lite.testing.threaded import ThreadedCluster
 
@@ -59,6 +59,7 @@ def confluent_create_topic(bootstrap: str, topic: str) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})  # must outlive the futures
     for f in admin.create_topics([NewTopic(topic, PARTITIONS, -1)]).values():
         f.result(20)
+    wait_until_every_broker_serves(bootstrap, topic, PARTITIONS)
 
 
 def confluent_produce(bootstrap: str, topic: str, recs: list[tuple[str, str]], codec: str) -> Placed:
@@ -103,6 +104,7 @@ def kafka_python_create_topic(bootstrap: str, topic: str) -> None:
         admin.create_topics([NewTopic(topic, PARTITIONS, 1)])
     finally:
         admin.close()
+    wait_until_every_broker_serves(bootstrap, topic, PARTITIONS)
 
 
 def kafka_python_produce(bootstrap: str, topic: str, recs: list[tuple[str, str]], codec: str) -> Placed:
