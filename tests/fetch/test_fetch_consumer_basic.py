@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections.abc import Awaitable, Callable
 
 import pytest
@@ -16,7 +17,7 @@ from aiokafka_lite.broker import EmbeddedCluster
 from aiokafka_lite.fetch import Consumer
 from aiokafka_lite.net import Client
 from aiokafka_lite.structs import TopicPartition
-from aiokafka_lite.wire.records import TimestampType
+from aiokafka_lite.wire.records import Compression, TimestampType
 
 Factory = Callable[..., Awaitable[EmbeddedCluster]]
 T0 = TopicPartition("t", 0)
@@ -78,6 +79,27 @@ async def test_record_fields_and_deserializers(kafka_cluster: EmbeddedCluster) -
     assert a.timestamp_type is TimestampType.CREATE_TIME
     assert a.leader_epoch == 0 and (a.topic, a.partition, a.offset) == ("t", 0, 0)
     assert b.key is None and b.value is None
+
+
+@pytest.mark.parametrize("compression", [Compression.NONE, Compression.ZSTD])
+async def test_log_append_time_topic_stamps_records_at_the_broker(
+    kafka_cluster: EmbeddedCluster, compression: Compression
+) -> None:
+    kafka_cluster.create_topic("t", 1, configs={"message.timestamp.type": "LogAppendTime"})
+    before = int(time.time() * 1000)
+    async with Client(kafka_cluster.bootstrap) as client:
+        await produce_raw(
+            client, T0, [(None, b"a"), (None, b"b"), (None, b"c")], timestamp=1234, compression=compression
+        )
+    after = int(time.time() * 1000)
+    async with Consumer(kafka_cluster.bootstrap, auto_offset_reset="earliest") as consumer:
+        consumer.assign([T0])
+        recs = await take(consumer, 3)
+    assert [r.value for r in recs] == [b"a", b"b", b"c"]
+    assert {r.timestamp_type for r in recs} == {TimestampType.LOG_APPEND_TIME}
+    # One append time for the whole batch, the broker's clock instead of the producer's 1234.
+    assert len({r.timestamp_ms for r in recs}) == 1
+    assert before - 1000 <= recs[0].timestamp_ms <= after + 1000
 
 
 async def test_getmany_limits_timeout_and_partition_filter(kafka_cluster: EmbeddedCluster) -> None:
