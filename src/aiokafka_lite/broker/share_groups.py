@@ -26,7 +26,7 @@ from aiokafka_lite.wire.messages import (
 __all__ = ["GROUP_CONFIG_DEFAULTS", "ShareGroups", "register_share_handlers"]
 
 NONE, UNKNOWN_MEMBER_ID, INVALID_REQUEST, UNKNOWN_TOPIC_ID = 0, 25, 42, 100
-FENCED_MEMBER_EPOCH, INVALID_RECORD_STATE = 110, 121
+GROUP_ID_NOT_FOUND, FENCED_MEMBER_EPOCH, INVALID_RECORD_STATE = 69, 110, 121
 SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH = 122, 123
 INITIAL_EPOCH, FINAL_EPOCH = 0, -1
 
@@ -120,17 +120,25 @@ class ShareGroups:
             return _hb_error(INVALID_REQUEST, "GroupId can't be empty.")
         if not req.member_id:
             return _hb_error(INVALID_REQUEST, "MemberId can't be empty.")
+        known = self.groups.get(req.group_id)
+        if (
+            req.member_epoch == 0
+            and not req.subscribed_topic_names
+            and (known is None or req.member_id not in known.members)
+        ):
+            return _hb_error(INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
+        if req.member_epoch != 0 and known is None:
+            return _hb_error(GROUP_ID_NOT_FOUND, f"share group {req.group_id} does not exist")
         g = self._group(req.group_id)
         self._expire_members(g, now)
         if req.member_epoch == -1:
-            if g.members.pop(req.member_id, None) is not None:
-                g.epoch += 1
+            if g.members.pop(req.member_id, None) is None:
+                return _hb_error(UNKNOWN_MEMBER_ID, f"member {req.member_id} is not in group {req.group_id}")
+            g.epoch += 1
             self._end_member(g, req.member_id)
             return ShareGroupHeartbeatResponse(member_id=req.member_id, member_epoch=-1)
         m = g.members.get(req.member_id)
         if req.member_epoch == 0:
-            if not req.subscribed_topic_names and m is None:
-                return _hb_error(INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
             if m is None:
                 m = g.members[req.member_id] = _Member(
                     req.member_id, 0, list(req.subscribed_topic_names or []), now
@@ -145,7 +153,8 @@ class ShareGroups:
             m.topics = list(req.subscribed_topic_names)
             g.epoch += 1
         assignment = self._assignment(m.topics)
-        send = req.member_epoch == 0 or assignment != m.assignment
+        # A full heartbeat (subscription given) is answered with the whole assignment, like Kafka.
+        send = req.subscribed_topic_names is not None or assignment != m.assignment
         if assignment != m.assignment:
             g.epoch += 1
             m.assignment = assignment
@@ -273,8 +282,9 @@ class ShareGroups:
         for t in req.topics:
             for p in t.partitions:
                 key = (t.topic_id, p.partition_index)
-                pd = results[key] = ShareFetchResponse.PartitionData(partition_index=p.partition_index)
                 if p.acknowledgement_batches:
+                    # Kafka answers for a partition only with records, an error or acknowledgement results.
+                    pd = results[key] = ShareFetchResponse.PartitionData(partition_index=p.partition_index)
                     pd.acknowledge_error_code, pd.acknowledge_error_message = self._acknowledge(
                         g,
                         member_id,
