@@ -14,6 +14,9 @@ from aiokafka_lite.broker.cluster import EmbeddedCluster
 from aiokafka_lite.produce import Producer
 from aiokafka_lite.wire.messages import ProduceRequest
 
+# Every test here slows the broker down on purpose (embedded broker's add_latency).
+pytestmark = pytest.mark.kafka_embedded
+
 
 async def test_full_buffer_blocks_then_times_out(kafka_cluster: EmbeddedCluster) -> None:
     kafka_cluster.create_topic("bp", 1)

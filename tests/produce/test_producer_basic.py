@@ -145,6 +145,7 @@ async def test_record_too_large_fails_at_once_without_poisoning_batch(kafka_clus
             await producer.send("big", b"x" * 6000)
 
 
+@pytest.mark.kafka_embedded
 async def test_broker_message_too_large_splits_batch(kafka_cluster: EmbeddedCluster) -> None:
     kafka_cluster.create_topic("split", 1)
     async with Producer(kafka_cluster.bootstrap, linger_ms=1000, batch_size=4096) as producer:
@@ -158,6 +159,7 @@ async def test_broker_message_too_large_splits_batch(kafka_cluster: EmbeddedClus
     assert [r.value for r in records] == [b"%04d" % i * 25 for i in range(100)]
 
 
+@pytest.mark.kafka_embedded
 async def test_retriable_errors_are_retried(kafka_cluster: EmbeddedCluster) -> None:
     kafka_cluster.create_topic("r", 2)
     async with Producer(kafka_cluster.bootstrap, retry_backoff_ms=10) as producer:
@@ -168,6 +170,7 @@ async def test_retriable_errors_are_retried(kafka_cluster: EmbeddedCluster) -> N
         assert producer.metrics()["batches_retried"] == 3
 
 
+@pytest.mark.kafka_embedded
 async def test_non_retriable_error_fails_records(kafka_cluster: EmbeddedCluster) -> None:
     kafka_cluster.create_topic("n", 1)
     async with Producer(kafka_cluster.bootstrap) as producer:
@@ -180,6 +183,7 @@ async def test_non_retriable_error_fails_records(kafka_cluster: EmbeddedCluster)
         assert producer.metrics()["epoch_bumps"] == 1
 
 
+@pytest.mark.kafka_embedded
 async def test_retries_zero_without_idempotence_fails_fast(kafka_cluster: EmbeddedCluster) -> None:
     kafka_cluster.create_topic("z", 1)
     async with Producer(kafka_cluster.bootstrap, retries=0) as producer:
@@ -274,6 +278,7 @@ async def test_too_few_in_sync_replicas_time_out_naming_not_enough_replicas(
     assert "last error: [Error 19] NOT_ENOUGH_REPLICAS: isr-0" in str(err)
 
 
+@pytest.mark.kafka_embedded
 async def test_linger_collects_records_into_one_request(kafka_cluster: EmbeddedCluster) -> None:
     kafka_cluster.create_topic("l", 3)
     with kafka_cluster.record_requests(ProduceRequest) as rec:
@@ -288,6 +293,7 @@ async def test_linger_collects_records_into_one_request(kafka_cluster: EmbeddedC
     assert sorted(pd.index for td in req.topic_data for pd in td.partition_data) == [0, 1, 2]
 
 
+@pytest.mark.kafka_embedded
 async def test_max_in_flight_per_connection_honoured(kafka_cluster: EmbeddedCluster) -> None:
     kafka_cluster.create_topic("f", 1)
     kafka_cluster.add_latency(ProduceRequest, 0.02)
@@ -336,6 +342,7 @@ async def test_close_flushes_abort_fails_and_send_after_close_raises(kafka_clust
     assert kafka_cluster.high_watermark("c", 0) == 1
 
 
+@pytest.mark.kafka_embedded
 async def test_close_timeout_fails_what_cannot_be_delivered(kafka_cluster: EmbeddedCluster) -> None:
     kafka_cluster.create_topic("ct", 1)
     producer = Producer(kafka_cluster.bootstrap, linger_ms=0, retry_backoff_ms=10)
@@ -363,6 +370,7 @@ async def test_shared_client_is_left_open(kafka_cluster: EmbeddedCluster) -> Non
             assert (await producer.send("sh", b"w")).offset == 1
 
 
+@pytest.mark.kafka_embedded
 async def test_produce_v13_topic_ids(kafka_cluster_factory) -> None:  # type: ignore[no-untyped-def]
     cluster = await kafka_cluster_factory(topics={"v13": 2})
     with cluster.record_requests(ProduceRequest) as rec:
@@ -397,6 +405,7 @@ async def test_failed_start_leaves_nothing_running_and_can_be_retried(kafka_clus
         await Producer(client=client).start()
 
 
+@pytest.mark.kafka_embedded
 async def test_linger_zero_sends_at_once_but_bulk_appends_still_batch(kafka_cluster: EmbeddedCluster) -> None:
     kafka_cluster.create_topic("lz", 1)
     with kafka_cluster.record_requests(ProduceRequest) as rec:
@@ -411,6 +420,7 @@ async def test_linger_zero_sends_at_once_but_bulk_appends_still_batch(kafka_clus
     assert batches < 20
 
 
+@pytest.mark.kafka_embedded
 async def test_topic_names_used_when_metadata_has_no_topic_ids(kafka_cluster: EmbeddedCluster) -> None:
     from aiokafka_lite.wire.messages import MetadataRequest
 

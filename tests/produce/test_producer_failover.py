@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
+import pytest
 from producer_testlib import read_topic
 
 from aiokafka_lite.broker.cluster import EmbeddedCluster
 from aiokafka_lite.produce import Producer, RecordMetadata
 
 
+@pytest.mark.kafka_embedded
 async def test_broker_crash_moves_leaders_and_nothing_is_lost(
     kafka_cluster_factory: Callable[..., Awaitable[EmbeddedCluster]],
 ) -> None:
@@ -42,6 +44,7 @@ async def test_broker_crash_moves_leaders_and_nothing_is_lost(
         assert all(v == sorted(v) for v in by_key.values())  # type: ignore[type-var]
 
 
+@pytest.mark.kafka_embedded
 async def test_new_partitions_are_picked_up(kafka_cluster: EmbeddedCluster) -> None:
     kafka_cluster.create_topic("grow", 2)
     async with Producer(kafka_cluster.bootstrap) as producer:

@@ -15,6 +15,9 @@ from aiokafka_lite.produce import Producer
 from aiokafka_lite.wire.messages import InitProducerIdRequest, ProduceRequest
 from aiokafka_lite.wire.records import decode_batches
 
+# Every test here injects faults or inspects requests (embedded broker).
+pytestmark = pytest.mark.kafka_embedded
+
 
 async def _values(cluster: EmbeddedCluster, topic: str) -> list[bytes | None]:
     async with Client(cluster.bootstrap) as client:

@@ -10,12 +10,16 @@ import asyncio
 from collections import Counter
 from collections.abc import Awaitable, Callable
 
+import pytest
 from producer_testlib import read_topic
 
 from aiokafka_lite import errors as E
 from aiokafka_lite.broker.cluster import EmbeddedCluster
 from aiokafka_lite.produce import Producer, key_partition
 from aiokafka_lite.wire.messages import ProduceRequest
+
+# Faults (moved leaders, lost responses, injected errors) need the embedded broker.
+pytestmark = pytest.mark.kafka_embedded
 
 TOPIC = "reliable"
 PARTITIONS = 6
