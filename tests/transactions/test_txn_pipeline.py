@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from typing import Any
 
 import pytest
@@ -295,6 +296,49 @@ async def test_handler_error_aborts_and_input_is_consumed_again(
                     done = sum(1 for _ in await read_topic(cluster.bootstrap, OUT, 1, "read_committed"))
     rc = await read_topic(cluster.bootstrap, OUT, 1, "read_committed")
     assert values(rc) == sorted(b"out-%d" % i for i in range(10))
+
+
+async def test_close_after_a_commit_was_cancelled_ends_the_transaction(
+    request: pytest.FixtureRequest,
+    kafka_mode: str,
+    kafka_cluster_factory: Any,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The task running the session is cancelled mid-commit (a shutdown), then the session
+    closes: the transaction ends (aborted) at once, instead of staying open until Kafka
+    times it out and holding back every read_committed reader of the output."""
+    cluster = await txn_cluster(request)
+    cluster.create_topic(IN, 1)
+    cluster.create_topic(OUT, 1)
+    async with Producer(cluster.bootstrap) as source:
+        await source.send_batch(IN, [b"%d" % i for i in range(5)])
+    w = Worker(cluster, "tx-cancelled-commit")
+    await w.session.start()
+    try:
+        async with asyncio.timeout(20):
+            batch: dict[TopicPartition, list[Record]] = {}
+            while not batch:
+                batch = await w.session.poll(timeout_ms=100)
+        await w.handler(batch, w.session.producer)
+        await w.session.producer.flush()
+        committing = asyncio.get_running_loop().create_task(w.session.commit())
+        await asyncio.sleep(0)  # the offsets are on their way
+        committing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await committing
+    finally:
+        with caplog.at_level(logging.WARNING):
+            await w.session.close()
+    # The session's own abort did it (it used to be refused while the offsets were in
+    # flight, leaving it to luck whether the producer's close could abort later).
+    assert not [r.getMessage() for r in caplog.records if "abort at close failed" in r.getMessage()]
+    out = TopicPartition(OUT, 0)
+    async with Admin(cluster.bootstrap) as admin:
+        latest = (await admin.list_offsets({out: "latest"}))[out].offset
+        stable = (await admin.list_offsets({out: "latest"}, isolation_level="read_committed"))[out].offset
+        assert latest > 0 and stable == latest  # (an open transaction holds the stable offset back)
+        assert await committed_total(admin) == 0
+    assert await read_topic(cluster.bootstrap, OUT, 1, "read_committed") == []
 
 
 def test_session_forces_read_committed() -> None:

@@ -431,6 +431,46 @@ async def test_close_ends_an_open_transaction_with_an_abort(kafka_cluster: Embed
     ]
 
 
+async def test_abort_waits_for_offsets_whose_sender_was_cancelled(kafka_cluster: EmbeddedCluster) -> None:
+    """A task stopped while it sends offsets (shutdown cancels it mid-commit): the request
+    goes on without it. An abort, explicit or at close, waits for it and ends the
+    transaction, instead of refusing and leaving it open (holding back read_committed
+    readers) until Kafka's transaction timeout."""
+    kafka_cluster.create_topic(T, 1)
+    kafka_cluster.create_topic("src", 1)
+    tp = TopicPartition(T, 0)
+
+    async def cancelled_send_offsets(p: Producer) -> None:
+        task = asyncio.get_running_loop().create_task(
+            p.send_offsets_to_transaction({TopicPartition("src", 0): 3}, "cancelled-group")
+        )
+        await asyncio.sleep(0)  # the requests are on their way
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    async with Admin(kafka_cluster.bootstrap) as admin:
+        async with txn_producer(kafka_cluster, "tx-cancelled", transaction_timeout_ms=60000) as p:
+            await p.begin_transaction()
+            await p.send(T, b"aborted")
+            await cancelled_send_offsets(p)
+            await p.abort_transaction()
+            assert p.transaction_state is TxnState.READY
+            await wait_until(
+                lambda: transaction_ended(admin, tp), "the aborted transaction ended", limit_s=10
+            )
+
+            await p.begin_transaction()
+            await p.send(T, b"closed")
+            await cancelled_send_offsets(p)
+        # (closed: the producer aborted its open transaction)
+        await wait_until(lambda: transaction_ended(admin, tp), "the closed transaction ended", limit_s=10)
+        assert await stable_group_offsets(admin, "cancelled-group") == {}
+    assert await read_topic(kafka_cluster.bootstrap, T, 1, "read_committed") == []
+    ru = await read_topic(kafka_cluster.bootstrap, T, 1, "read_uncommitted")
+    assert [r.value for r in ru] == [b"aborted", b"closed"]
+
+
 async def test_transaction_coordinator_killed_mid_transaction(
     request: pytest.FixtureRequest, kafka_mode: str, kafka_cluster_factory: Any
 ) -> None:

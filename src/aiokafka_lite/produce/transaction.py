@@ -955,6 +955,19 @@ class Transactions:
     async def abort(self, timeout_ms: float | None = None) -> None:
         m = self.manager
         op = self._op
+        if op is not None and op[0] == "send_offsets_to_transaction" and not op[1].done():
+            # Its caller gave up waiting (a timeout, or cancelled: a task stopped mid-commit).
+            # The abort ends the transaction whatever became of those offsets, but EndTxn
+            # must not overtake their AddOffsetsToTxn/TxnOffsetCommit: let them finish first.
+            # (Java makes the caller retry sendOffsetsToTransaction; refusing here would
+            # leave the transaction open, e.g. at close, until Kafka times it out, holding
+            # back every read_committed consumer of its partitions.)
+            timeout = self._cfg.max_block_ms if timeout_ms is None else timeout_ms
+            loop = asyncio.get_running_loop()
+            start = loop.time()
+            await asyncio.wait([op[1]], timeout=timeout / 1000)
+            timeout_ms = max(timeout - (loop.time() - start) * 1000, 0.0)
+            op = self._op
         if not (op is not None and op[0] == "abort_transaction"):
             if op is not None and not op[1].done():
                 raise E.IllegalStateError(f"cannot abort the transaction while {op[0]} is in progress")
