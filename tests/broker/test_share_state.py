@@ -132,3 +132,18 @@ def test_gap_archives_and_skip_to_drops_deleted_records() -> None:
     assert (
         sp.start_offset == 8 and sp.next_offset == 8 and acquire(sp, "a", hwm=9) == [AcquiredRange(8, 8, 1)]
     )
+
+
+def test_acknowledgements_below_the_start_offset_are_ignored() -> None:
+    sp = SharePartitionState(start_offset=0)
+    acquire(sp, "a", hwm=2)
+    sp.acknowledge("a", 0, 0, [ACCEPT], LIMIT)
+    sp.acknowledge("a", 0, 1, [REJECT], LIMIT)  # offset 0 is done already; 1 is rejected
+    assert sp.start_offset == 2
+    with pytest.raises(InvalidAcknowledgement) as nothing_in_flight:
+        sp.acknowledge("a", 5, 5, [ACCEPT], LIMIT)
+    assert not nothing_in_flight.value.bad_request
+    acquire(sp, "a", hwm=4)
+    with pytest.raises(InvalidAcknowledgement) as past_acquired:
+        sp.acknowledge("a", 3, 5, [ACCEPT], LIMIT)
+    assert past_acquired.value.bad_request and sp.state_of(3) is RecordState.ACQUIRED

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import struct
 import uuid
 
@@ -52,6 +53,12 @@ from aiokafka_lite.wire.messages import (
     OffsetFetchResponse,
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
+    ShareAcknowledgeRequest,
+    ShareAcknowledgeResponse,
+    ShareFetchRequest,
+    ShareFetchResponse,
+    ShareGroupHeartbeatRequest,
+    ShareGroupHeartbeatResponse,
     SyncGroupRequest,
     SyncGroupResponse,
 )
@@ -775,7 +782,11 @@ async def case_metadata_topic_id_before_v12(t: Target) -> Observation:
         resp = await c.request(req, version)
         assert isinstance(resp, MetadataResponse)
         out[key] = [
-            (tp.error_code, tp.name == name or (name is None and tp.name in ("", None)), tp.topic_id == topic_id)
+            (
+                tp.error_code,
+                tp.name == name or (name is None and tp.name in ("", None)),
+                tp.topic_id == topic_id,
+            )
             for tp in resp.topics
         ]
         out[key + "_null_name_as"] = [tp.name for tp in resp.topics] if name is None else None
@@ -1055,4 +1066,194 @@ async def case_create_topic_config_values(t: Target) -> Observation:
         )
         assert isinstance(resp, CreateTopicsResponse)
         out[key] = resp.topics[0].error_code
+    return out
+
+
+# -- share groups (KIP-932) -------------------------------------------------------------
+
+
+async def _share_heartbeat(
+    c: RawClient, group: str, member: str, epoch: int, topics: list[str] | None
+) -> Observation:
+    resp = await c.request(
+        ShareGroupHeartbeatRequest(
+            group_id=group, member_id=member, member_epoch=epoch, subscribed_topic_names=topics
+        ),
+        1,
+    )
+    assert isinstance(resp, ShareGroupHeartbeatResponse)
+    parts = None
+    if resp.assignment is not None:
+        parts = sorted((str(tp.topic_id), sorted(tp.partitions)) for tp in resp.assignment.topic_partitions)
+    # The heartbeat interval is a broker setting (the test launcher shortens Kafka's).
+    return {"error": resp.error_code, "epoch": resp.member_epoch, "assignment": parts}
+
+
+def _share_acks(first: int, last: int, types: list[int]) -> list[ShareFetchRequest.AcknowledgementBatch]:
+    return [
+        ShareFetchRequest.AcknowledgementBatch(first_offset=first, last_offset=last, acknowledge_types=types)
+    ]
+
+
+@case("share")
+async def case_share_group_records_lifecycle(t: Target) -> Observation:
+    """Join, acquire, accept/release/reject, redelivery with delivery count 2, session errors."""
+    c = await t.client()
+    topic = await t.create_topic("share")
+    group = t.unique("sg")
+    alter = await c.request(
+        IncrementalAlterConfigsRequest(
+            resources=[
+                IncrementalAlterConfigsRequest.AlterConfigsResource(
+                    resource_type=32,
+                    resource_name=group,
+                    configs=[
+                        IncrementalAlterConfigsRequest.AlterableConfig(
+                            name="share.auto.offset.reset", config_operation=0, value="earliest"
+                        )
+                    ],
+                )
+            ]
+        ),
+        1,
+    )
+    assert isinstance(alter, IncrementalAlterConfigsResponse)
+    await produce(c, topic, batch(3))
+    meta = await metadata(c, [topic])
+    tid = meta.topics[0].topic_id
+    out: Observation = {"alter": [r.error_code for r in alter.responses]}
+    out["find_coordinator"] = await find_coordinator(c, group, 0)
+    member = str(uuid.uuid4())
+    out["join_without_topics"] = await _share_heartbeat(c, group, member, 0, None)
+    for _ in range(150):  # a fresh Kafka answers NOT_COORDINATOR until its share coordinator is loaded
+        joined = await _share_heartbeat(c, group, member, 0, [topic])
+        if joined["error"] not in (14, 15, 16):  # loading / not available / not coordinator
+            break
+        await asyncio.sleep(0.2)
+    out["heartbeat_unknown_group"] = await _share_heartbeat(c, t.unique("nosg"), member, 3, None)
+    # Kafka may answer the join before its assignor sees the topic (an empty assignment).
+    out["join"] = {**joined, "assignment": joined["assignment"] is not None}
+    out["stale_epoch"] = await _share_heartbeat(c, group, member, int(joined["epoch"]) + 5, None)  # type: ignore[call-overload]
+
+    epoch = 0
+
+    async def share_fetch(acks: list[ShareFetchRequest.AcknowledgementBatch] | None = None) -> Observation:
+        nonlocal epoch
+        resp = await c.request(
+            ShareFetchRequest(
+                group_id=group,
+                member_id=member,
+                share_session_epoch=epoch,
+                max_wait_ms=200,
+                min_bytes=1,
+                max_bytes=1 << 20,
+                max_records=10,
+                batch_size=10,
+                topics=[
+                    ShareFetchRequest.FetchTopic(
+                        topic_id=tid,
+                        partitions=[
+                            ShareFetchRequest.FetchPartition(
+                                partition_index=0, acknowledgement_batches=acks or []
+                            )
+                        ],
+                    )
+                ],
+            ),
+            2,
+        )
+        assert isinstance(resp, ShareFetchResponse)
+        if resp.error_code == 0:
+            epoch += 1
+        return {
+            "error": resp.error_code,
+            "partitions": [
+                (
+                    p.error_code,
+                    p.acknowledge_error_code,
+                    [(a.first_offset, a.last_offset, a.delivery_count) for a in p.acquired_records],
+                )
+                for tr in resp.responses
+                for p in tr.partitions
+            ],
+        }
+
+    first = await share_fetch()
+    for _ in range(60):  # Kafka fails (or answers nothing) until the share-partition state is initialized
+        if joined["error"] or (first["partitions"] and first["partitions"][0][2]):  # type: ignore[index]
+            break
+        await asyncio.sleep(0.2)
+        first = await share_fetch()
+    out["first_fetch"] = first
+    out["ack_accept_release_reject"] = await share_fetch(_share_acks(0, 2, [1, 2, 3]))
+    out["ack_below_start"] = await share_fetch(_share_acks(0, 0, [1]))
+    out["ack_never_delivered"] = await share_fetch(_share_acks(5, 5, [1]))
+    saved, epoch = epoch, 42
+    out["wrong_session_epoch"] = await share_fetch()
+    epoch = saved
+    ack = await c.request(
+        ShareAcknowledgeRequest(
+            group_id=group,
+            member_id=member,
+            share_session_epoch=-1,
+            topics=[
+                ShareAcknowledgeRequest.AcknowledgeTopic(
+                    topic_id=tid,
+                    partitions=[
+                        ShareAcknowledgeRequest.AcknowledgePartition(
+                            partition_index=0,
+                            acknowledgement_batches=[
+                                ShareAcknowledgeRequest.AcknowledgementBatch(
+                                    first_offset=1, last_offset=1, acknowledge_types=[1]
+                                )
+                            ],
+                        )
+                    ],
+                )
+            ],
+        ),
+        2,
+    )
+    assert isinstance(ack, ShareAcknowledgeResponse)
+    out["close_with_accept"] = (ack.error_code, [p.error_code for tr in ack.responses for p in tr.partitions])
+    epoch = 5
+    out["fetch_after_close"] = await share_fetch()
+    out["leave"] = await _share_heartbeat(c, group, member, -1, None)
+    out["leave_again"] = await _share_heartbeat(c, group, member, -1, None)
+    return out
+
+
+@case("share")
+async def case_share_group_configs(t: Target) -> Observation:
+    """IncrementalAlterConfigs on a GROUP resource: valid, unknown, malformed, out of bounds."""
+    c = await t.client()
+    out: Observation = {}
+    for key, name, value in (
+        ("reset_earliest", "share.auto.offset.reset", "earliest"),
+        ("reset_bogus", "share.auto.offset.reset", "bogus"),
+        ("unknown_name", "share.no.such.config", "1"),
+        ("limit_ok", "share.delivery.count.limit", "2"),
+        ("limit_too_small", "share.delivery.count.limit", "1"),
+        ("limit_too_large", "share.delivery.count.limit", "11"),
+        ("limit_not_a_number", "share.delivery.count.limit", "many"),
+        ("lock_too_large", "share.record.lock.duration.ms", "3600000"),
+    ):
+        resp = await c.request(
+            IncrementalAlterConfigsRequest(
+                resources=[
+                    IncrementalAlterConfigsRequest.AlterConfigsResource(
+                        resource_type=32,
+                        resource_name=t.unique("gc"),
+                        configs=[
+                            IncrementalAlterConfigsRequest.AlterableConfig(
+                                name=name, config_operation=0, value=value
+                            )
+                        ],
+                    )
+                ]
+            ),
+            1,
+        )
+        assert isinstance(resp, IncrementalAlterConfigsResponse)
+        out[key] = [r.error_code for r in resp.responses]
     return out

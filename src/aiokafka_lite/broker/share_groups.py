@@ -41,6 +41,15 @@ GROUP_CONFIG_DEFAULTS: dict[str, str] = {
     "consumer.heartbeat.interval.ms": "5000",
     "consumer.session.timeout.ms": "45000",
 }
+#: The bounds Kafka's broker configs put on them by default (group.share.min/max.*).
+_GROUP_CONFIG_BOUNDS: dict[str, tuple[int, int]] = {
+    "share.record.lock.duration.ms": (15000, 60000),
+    "share.delivery.count.limit": (2, 10),
+    "share.heartbeat.interval.ms": (5000, 15000),
+    "share.session.timeout.ms": (45000, 60000),
+    "consumer.heartbeat.interval.ms": (5000, 15000),
+    "consumer.session.timeout.ms": (45000, 60000),
+}
 #: group.share.partition.max.record.locks: records in flight per share-partition.
 MAX_IN_FLIGHT = 2000
 _POLL_S = 0.02
@@ -63,8 +72,9 @@ def validate_group_config(name: str, value: str | None) -> str | None:
             n = int(value)
         except ValueError:
             return f"{name} must be an integer, got {value!r}"
-        if n <= 0:
-            return f"{name} must be positive, got {n}"
+        lo, hi = _GROUP_CONFIG_BOUNDS[name]
+        if not lo <= n <= hi:
+            return f"{name} must be between {lo} and {hi}, got {n}"
     return None
 
 

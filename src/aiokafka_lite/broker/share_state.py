@@ -146,14 +146,20 @@ class SharePartitionState:
     ) -> None:
         """Applies one acknowledgement batch: one type for the whole range, or one per offset.
         All or nothing: raises InvalidAcknowledgement and changes nothing if any record of
-        the range (other than a GAP) is not acquired by ``member_id``."""
+        the range from the start offset on (other than a GAP) is not acquired by ``member_id``."""
         if last < first or not types or (len(types) != 1 and len(types) != last - first + 1):
             raise InvalidAcknowledgement(f"malformed acknowledgement batch {first}..{last}", bad_request=True)
         if any(t not in (GAP, ACCEPT, RELEASE, REJECT) for t in types):
             raise InvalidAcknowledgement(f"unknown acknowledge type in {types}", bad_request=True)
+        if last >= self.next_offset and self.next_offset > self.start_offset:
+            # Kafka: records past the acquired ones are a malformed request, while with
+            # nothing in flight any acknowledgement names records in the wrong state.
+            raise InvalidAcknowledgement(f"offset {last} is past the acquired records", bad_request=True)
         plan: list[tuple[int, int]] = []
         for i, o in enumerate(range(first, last + 1)):
             kind = types[0] if len(types) == 1 else types[i]
+            if o < self.start_offset:
+                continue  # already done (acknowledged, archived or deleted): Kafka skips it silently
             rec = self.in_flight.get(o)
             if kind == GAP:
                 if rec is not None and rec.state is RecordState.ACQUIRED and rec.member_id != member_id:
