@@ -1,6 +1,13 @@
 #!/usr/bin/env bash
 # Sets up everything the test suite needs on a fresh machine, then runs lint, types and tests.
-# Usage: bash scripts/test.sh [pytest args...]
+#
+#   bash scripts/test.sh            lint, types, docs, then the three test passes below
+#   bash scripts/test.sh ARGS...    lint, types, docs, then `pytest ARGS...` only
+#
+# The passes: (1) the whole suite on the embedded broker (the differential suite there
+# also starts Apache Kafka); (2) every client suite against Apache Kafka, newest pinned
+# 4.x (--kafka=apache); (3) a smaller client subset against Kafka 4.0.x.
+# AIOKAFKA_LITE_APACHE_PASSES=0 skips passes 2 and 3 (quick local runs; CI runs them all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -8,16 +15,32 @@ VENV="${VENV:-.venv}"
 if [ ! -x "$VENV/bin/python" ]; then
     python3 -m venv "$VENV"
 fi
+# CI requires the C accelerator: a build failure is an error there, not a warning.
+if [ -n "${CI:-}" ]; then
+    export AIOKAFKA_LITE_REQUIRE_EXTENSIONS=1
+fi
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e '.[test,spark,docs]'
 
-# kcat is one of the independent clients the interop tests use (Debian package).
-if ! command -v kcat >/dev/null 2>&1; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        (apt-get update -qq && apt-get install -y -qq kcat) >/dev/null
-    else
-        echo "kcat is missing: install it (apt-get install kcat) to run the kcat interop tests" >&2
-    fi
+as_root() {
+    if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null 2>&1; then sudo "$@"; else return 1; fi
+}
+apt_install() {
+    command -v apt-get >/dev/null 2>&1 || return 1
+    (as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@") >/dev/null
+}
+
+# kcat is one of the independent clients the interop tests use; openssl makes the TLS
+# tests' certificates (Debian packages). The tests need them: a missing one stops here.
+if ! command -v kcat >/dev/null 2>&1 || ! command -v openssl >/dev/null 2>&1; then
+    apt_install kcat openssl || { echo "kcat/openssl are missing: apt-get install kcat openssl" >&2; exit 1; }
 fi
+# Apache Kafka runs on Java 17+ and is fetched from Maven Central with Maven; javac
+# compiles the Java murmur2 cross-check.
+if ! command -v java >/dev/null 2>&1 || ! command -v javac >/dev/null 2>&1 || ! command -v mvn >/dev/null 2>&1; then
+    apt_install openjdk-17-jdk-headless maven || { echo "a JDK 17+ and Maven are missing: apt-get install openjdk-17-jdk-headless maven" >&2; exit 1; }
+fi
+echo "== Apache Kafka jars (Maven Central, cached in ~/.m2 and ~/.cache/aiokafka_lite/kafka)"
+"$VENV/bin/python" -m aiokafka_lite.testing.apache --fetch
 
 echo "== ruff"
 lint_dirs=()
@@ -27,5 +50,32 @@ echo "== mypy --strict src/"
 "$VENV/bin/python" -m mypy
 echo "== docs: mkdocs build --strict"
 NO_MKDOCS_2_WARNING=1 "$VENV/bin/python" -m mkdocs build --strict --quiet
-echo "== pytest"
-"$VENV/bin/python" -m pytest -q -p no:cacheprovider "$@"
+
+PYTEST=("$VENV/bin/python" -m pytest -q -p no:cacheprovider)
+if [ "$#" -gt 0 ]; then
+    echo "== pytest $*"
+    "${PYTEST[@]}" "$@"
+    exit
+fi
+
+# The suites that talk to a broker through the client. In the Apache passes the plugin
+# keeps only their tests that use a Kafka fixture and need no embedded-only fault injection.
+CLIENT_SUITES=(tests/produce tests/fetch tests/groups tests/transactions tests/admin tests/net
+    tests/cli tests/examples tests/spark tests/interop tests/test_demo.py)
+CLIENT_SUBSET_40=(tests/produce tests/fetch tests/transactions tests/admin tests/examples tests/test_demo.py)
+
+SECONDS=0
+echo "== pytest: everything, on the embedded broker"
+"${PYTEST[@]}"
+echo "(embedded pass: ${SECONDS}s)"
+if [ "${AIOKAFKA_LITE_APACHE_PASSES:-1}" = 0 ]; then
+    exit
+fi
+SECONDS=0
+echo "== pytest --kafka=apache (Apache Kafka, newest pinned 4.x): the client suites"
+"${PYTEST[@]}" --kafka=apache --kafka-version=latest "${CLIENT_SUITES[@]}"
+echo "(Apache Kafka latest pass: ${SECONDS}s)"
+SECONDS=0
+echo "== pytest --kafka=apache --kafka-version=4.0: a client subset"
+"${PYTEST[@]}" --kafka=apache --kafka-version=4.0 "${CLIENT_SUBSET_40[@]}"
+echo "(Apache Kafka 4.0 pass: ${SECONDS}s)"
