@@ -6,9 +6,12 @@ subscribed topics). Record state lives in ``share_state``; this module is the sh
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from aiokafka_lite.broker.context import HandlerRegistry, RequestContext
 from aiokafka_lite.broker.share_state import InvalidAcknowledgement, SharePartitionState
@@ -109,6 +112,43 @@ class ShareGroups:
         self.state = state
         self.groups: dict[str, _Group] = {}
         self.sessions: dict[tuple[str, str], _Session] = {}  # (group, member) -> session
+
+    # -- persistence (a cluster with a data_dir) ----------------------------------------
+    def _snapshot_path(self) -> Path | None:
+        storage = self.state.storage
+        return storage.dir / "share" / "state.json" if storage is not None else None
+
+    async def start(self) -> None:
+        path = self._snapshot_path()
+        if path is None or not path.exists():
+            return
+        snap = json.loads(path.read_text())
+        for group_id, configs in snap.get("group_configs", {}).items():
+            self.state.group_configs.setdefault(group_id, dict(configs))
+        for group_id, parts in snap.get("partitions", {}).items():
+            g = self._group(group_id)
+            for key, sp in parts.items():
+                tid, _, index = key.rpartition(":")
+                g.partitions[(uuid.UUID(tid), int(index))] = SharePartitionState.from_snapshot(sp)
+
+    async def stop(self) -> None:
+        # Written at a clean stop: acquired records are saved as available (their locks
+        # belong to connections that are gone), with their delivery counts.
+        path = self._snapshot_path()
+        if path is None:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        snap = {
+            "group_configs": self.state.group_configs,
+            "partitions": {
+                g.group_id: {f"{tid}:{index}": sp.snapshot() for (tid, index), sp in g.partitions.items()}
+                for g in self.groups.values()
+                if g.partitions
+            },
+        }
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(snap))
+        os.replace(tmp, path)
 
     # -- configs -----------------------------------------------------------------
     def config(self, group_id: str, name: str) -> str:
@@ -455,6 +495,7 @@ def get_share_groups(state: ClusterState) -> ShareGroups:
     sg = state.extensions.get("share_groups")
     if sg is None:
         sg = state.extensions["share_groups"] = ShareGroups(state)
+        state.services["share_groups"] = sg
         state.connection_listeners.append(sg.connection_closed)
     assert isinstance(sg, ShareGroups)
     return sg

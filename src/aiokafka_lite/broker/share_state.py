@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = [
     "ACCEPT",
@@ -66,6 +67,29 @@ class SharePartitionState:
     def __post_init__(self) -> None:
         if self.next_offset < self.start_offset:
             self.next_offset = self.start_offset
+
+    # -- persistence ------------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        """JSON-able state; acquired records are saved as available (locks do not survive)."""
+        return {
+            "start": self.start_offset,
+            "next": self.next_offset,
+            "records": [
+                [
+                    o,
+                    (RecordState.AVAILABLE if r.state is RecordState.ACQUIRED else r.state).value,
+                    r.delivery_count,
+                ]
+                for o, r in sorted(self.in_flight.items())
+            ],
+        }
+
+    @classmethod
+    def from_snapshot(cls, snap: dict[str, Any]) -> SharePartitionState:
+        sp = cls(start_offset=int(snap["start"]), next_offset=int(snap["next"]))
+        for o, state, count in snap["records"]:
+            sp.in_flight[int(o)] = _InFlight(RecordState(state), int(count))
+        return sp
 
     # -- queries ------------------------------------------------------------------
     def state_of(self, offset: int) -> RecordState | None:
