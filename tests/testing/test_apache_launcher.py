@@ -156,3 +156,26 @@ def test_cluster_ids_never_look_like_options(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(apache.uuid, "uuid4", lambda: next(ids))
     cid = apache._random_cluster_id()
     assert not cid.startswith("-") and len(cid) == 22
+
+
+def test_an_interrupted_run_leaves_no_kafka_behind(tmp_path: Path) -> None:
+    # A process that starts Kafka and exits without closing it (as after Ctrl-C or a
+    # session-ending timeout): the at-exit cleanup kills the JVM.
+    import subprocess
+    import sys
+
+    script = tmp_path / "leave.py"
+    script.write_text(
+        "from aiokafka_lite.testing.apache import ApacheCluster\n"
+        "c = ApacheCluster(1)\n"
+        "c.start()\n"
+        "print(c.nodes[0].pid, flush=True)\n"
+    )
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=180, check=True)
+    pid = int(proc.stdout.split()[-1])
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return  # gone, as it should be
+    os.kill(pid, 9)
+    raise AssertionError(f"Kafka process {pid} outlived the interpreter that started it")

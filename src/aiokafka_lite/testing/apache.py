@@ -24,6 +24,7 @@ one folder per version; Maven's own downloads stay in ``~/.m2``.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import base64
 import contextlib
 import fcntl
@@ -36,6 +37,7 @@ import tempfile
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -186,6 +188,27 @@ def _free_port(host: str) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
+
+
+# Every Kafka process this interpreter started and has not seen exit. A test run that is
+# interrupted (Ctrl-C, a timeout that ends the session) must not leave JVMs behind.
+_live_processes: weakref.WeakSet[subprocess.Popen[bytes]] = weakref.WeakSet()
+_exit_cleanup_installed = False
+
+
+def _install_exit_cleanup() -> None:
+    global _exit_cleanup_installed
+    if not _exit_cleanup_installed:
+        atexit.register(_kill_leftovers)
+        _exit_cleanup_installed = True
+
+
+def _kill_leftovers() -> None:
+    for proc in list(_live_processes):
+        if proc.poll() is None:
+            proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(5)
 
 
 def _accepts(host: str, port: int) -> bool:
@@ -361,6 +384,7 @@ class ApacheNode:
     def start(self) -> None:
         if self.running:
             return
+        _install_exit_cleanup()
         log = open(self.log_path, "ab")  # the child keeps its own copy of the descriptor
         try:
             self._proc = subprocess.Popen(
@@ -370,6 +394,7 @@ class ApacheNode:
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
+            _live_processes.add(self._proc)
         finally:
             log.close()
 
