@@ -10,6 +10,7 @@ import asyncio
 import os
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -179,3 +180,21 @@ def test_an_interrupted_run_leaves_no_kafka_behind(tmp_path: Path) -> None:
         return  # gone, as it should be
     os.kill(pid, 9)
     raise AssertionError(f"Kafka process {pid} outlived the interpreter that started it")
+
+
+async def test_factory_configs_shape_the_embedded_broker_too(kafka_cluster_factory: Any, kafka_mode: str) -> None:
+    # The same broker settings on either kind of cluster: here a small message.max.bytes
+    # (a typed BrokerConfig field on the embedded broker) and an auto-creation switch.
+    from aiokafka_lite import errors as E
+
+    kc = await kafka_cluster_factory(configs={"message.max.bytes": "2000", "auto.create.topics.enable": "false"})
+    kc.create_topic("small", 1)
+    async with Producer(kc.bootstrap, acks="all", compression=None, linger_ms=0, max_block_ms=2000) as producer:
+        assert (await producer.send("small", b"x" * 100, partition=0)).offset == 0
+        with pytest.raises(E.MessageSizeTooLargeError):
+            await producer.send("small", b"x" * 5000, partition=0)
+        # With auto-creation off, the producer's metadata requests do not create the topic.
+        with pytest.raises(E.KafkaError):
+            await producer.send("never-created", b"x", partition=0)
+    async with Admin(kc.bootstrap) as admin:
+        assert "never-created" not in await admin.list_topics()

@@ -19,7 +19,8 @@ Fixtures:
     after each test. Other modes skip the test.
 ``kafka_cluster_factory``
     ``await kafka_cluster_factory(brokers=3, ...)``: custom cluster shapes, closed at
-    teardown. Embedded: any ``EmbeddedCluster`` argument. Apache: a fresh
+    teardown. Embedded: any ``EmbeddedCluster`` argument, and ``configs`` (Kafka broker
+    settings, as on Apache). Apache: a fresh
     ``ApacheCluster`` with ``brokers``, ``auto_create_topics``, ``default_partitions``,
     ``topics``, ``configs`` (broker settings), ``sasl_users``/``sasl_mechanisms`` and
     ``tls=(certfile, keyfile)``; the last also works on the embedded cluster (there it
@@ -338,18 +339,45 @@ _PORTABLE_CLUSTER_ARGS = frozenset(
 )
 
 
-def _embedded_args(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """``tls=(certfile, keyfile)`` works on both kinds of cluster; the embedded one takes
-    it as a server ``ssl_context``."""
-    if "tls" not in kwargs:
-        return kwargs
-    import ssl
+# Broker settings that BrokerConfig holds as typed fields (the rest go to its ``extra``).
+_BROKER_CONFIG_FIELDS: dict[str, tuple[str, Callable[[str], Any]]] = {
+    "auto.create.topics.enable": ("auto_create_topics", lambda v: v.lower() == "true"),
+    "num.partitions": ("default_partitions", int),
+    "default.replication.factor": ("default_replication_factor", int),
+    "message.max.bytes": ("message_max_bytes", int),
+    "socket.request.max.bytes": ("max_request_size", int),
+}
 
+
+def _embedded_args(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The portable arguments on the embedded cluster: ``tls=(certfile, keyfile)`` becomes
+    a server ``ssl_context`` and ``configs`` (Kafka broker settings) its ``BrokerConfig``."""
     out = dict(kwargs)
-    cert, key = out.pop("tls")
-    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ctx.load_cert_chain(cert, key)
-    out["ssl_context"] = ctx
+    if "tls" in out:
+        import ssl
+
+        cert, key = out.pop("tls")
+        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ctx.load_cert_chain(cert, key)
+        out["ssl_context"] = ctx
+    if "configs" in out:
+        import dataclasses
+
+        from aiokafka_lite.broker import BrokerConfig
+
+        base: BrokerConfig = out.pop("config", None) or BrokerConfig(
+            auto_create_topics=out.pop("auto_create_topics", True),
+            default_partitions=out.pop("default_partitions", 1),
+        )
+        typed: dict[str, Any] = {}
+        extra = dict(base.extra)
+        for key, value in dict(out.pop("configs") or {}).items():
+            if key in _BROKER_CONFIG_FIELDS:
+                name, parse = _BROKER_CONFIG_FIELDS[key]
+                typed[name] = parse(str(value))
+            else:
+                extra[key] = str(value)
+        out["config"] = dataclasses.replace(base, extra=extra, **typed)
     return out
 
 
