@@ -246,13 +246,14 @@ class ProducerBatch:
 
     def _wake(self, wakeups: list[SendWakeup]) -> None:
         """Wake the Tasks waiting in ``send`` (one loop callback for all of them)."""
-        for wakeup in wakeups:
+        for i, wakeup in enumerate(wakeups):
             callback, context = wakeup._callback, wakeup._context
             if wakeup._cancelled or callback is None or context is None:
                 continue  # woken when it was cancelled, or its callback was removed
             try:
                 context.run(callback, wakeup)
             except (SystemExit, KeyboardInterrupt):
+                self.event_loop().call_soon(self._wake, wakeups[i + 1 :])  # the rest, later
                 raise
             except BaseException as exc:
                 self.event_loop().call_exception_handler(
