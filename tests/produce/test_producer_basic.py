@@ -235,13 +235,8 @@ async def test_expired_record_says_why_it_was_retried(kafka_cluster: EmbeddedClu
 
 
 async def test_too_few_in_sync_replicas_time_out_naming_not_enough_replicas(
-    kafka_cluster_factory, kafka_mode: str, request: pytest.FixtureRequest
+    kafka_cluster_factory,
 ) -> None:  # type: ignore[no-untyped-def]
-    if kafka_mode == "embedded":
-        # Strict: once the embedded broker enforces the setting, this marker must go.
-        request.applymarker(
-            pytest.mark.xfail(reason="the embedded broker does not enforce min.insync.replicas", strict=True)
-        )
     # Kafka caps min.insync.replicas at the replication factor, so it takes replicas that
     # fell out of sync: replication factor 3, all 3 required, one broker stopped (three
     # brokers keep a controller quorum). acks=all writes are then refused with

@@ -26,6 +26,7 @@ from aiokafka_lite.errors import (
     InvalidRequiredAcksError,
     InvalidTopicError,
     KafkaError,
+    NotEnoughReplicasError,
     TransactionAbortableError,
     TransactionalIdAuthorizationFailedError,
     UnknownServerError,
@@ -163,6 +164,19 @@ async def produce(ctx: RequestContext, req: Request) -> Response | EncodedRespon
                 )
                 moved_leaders.add(p.leader_id)
             continue
+        if acks == -1 and len(p.isr) < _min_insync_replicas(topic, p):
+            # Kafka refuses acks=all writes before appending while too few replicas are
+            # in sync (NotEnoughReplicasException, retriable).
+            _refuse(
+                pr,
+                NotEnoughReplicasError(
+                    f"The size of the current ISR {sorted(p.isr)} is insufficient to satisfy the "
+                    f"min.isr requirement of {_min_insync_replicas(topic, p)} for partition "
+                    f"{topic.name}-{p.index}"
+                ),
+            )
+            failed = True
+            continue
         try:
             if batch.is_transactional:
                 _check_in_transaction(state, req.transactional_id, TopicPartition(topic.name, p.index), batch)
@@ -219,6 +233,16 @@ async def produce(ctx: RequestContext, req: Request) -> Response | EncodedRespon
         ],
     )
     return EncodedResponse([body], len(body))
+
+
+def _min_insync_replicas(topic: Topic, p: Partition) -> int:
+    """The topic's ``min.insync.replicas``, capped at the replication factor as Kafka 4.x
+    does (a topic can never require more replicas than it has)."""
+    try:
+        wanted = int(topic.config("min.insync.replicas") or 1)
+    except ValueError:
+        wanted = 1
+    return min(wanted, max(1, len(p.replicas)))
 
 
 def _refuse(pr: ProduceResponse.PartitionProduceResponse, error: BrokerResponseError) -> None:
