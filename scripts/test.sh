@@ -62,7 +62,7 @@ fi
 # keeps only their tests that use a Kafka fixture and need no embedded-only fault injection.
 CLIENT_SUITES=(tests/produce tests/fetch tests/groups tests/transactions tests/admin tests/net
     tests/cli tests/examples tests/spark tests/interop tests/test_demo.py)
-CLIENT_SUBSET_40=(tests/produce tests/fetch tests/transactions tests/admin tests/examples tests/test_demo.py)
+CLIENT_SUBSET_40=(tests/test_demo.py tests/examples tests/produce tests/fetch tests/admin)
 
 SECONDS=0
 echo "== pytest: everything, on the embedded broker"
@@ -73,7 +73,7 @@ if [ "${AIOKAFKA_LITE_APACHE_PASSES:-1}" = 0 ]; then
 fi
 SECONDS=0
 echo "== pytest --kafka=apache (Apache Kafka, newest pinned 4.x): the client suites"
-"${PYTEST[@]}" --kafka=apache --kafka-version=latest "${CLIENT_SUITES[@]}"
+"${PYTEST[@]}" --kafka=apache --kafka-version=latest --durations=15 "${CLIENT_SUITES[@]}"
 echo "(Apache Kafka latest pass: ${SECONDS}s)"
 SECONDS=0
 echo "== pytest --kafka=apache --kafka-version=4.0: a client subset"
