@@ -12,39 +12,19 @@ cost more than the tests themselves; none of these tests stops a broker there.)
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from aiokafka_lite.net import Client
+from aiokafka_lite.testing.apache import ThreadedApache
 from aiokafka_lite.wire.messages import MetadataRequest, MetadataResponse
 
 if TYPE_CHECKING:
     from aiokafka_lite.testing.apache import ApacheCluster
 
 ClusterFactory = Callable[..., Any]
-
-
-class SharedApache:
-    """``ThreadedCluster``'s surface over a running ``ApacheCluster``, whose control API
-    is synchronous and thread-safe already."""
-
-    def __init__(self, cluster: ApacheCluster) -> None:
-        self.cluster = cluster
-
-    @property
-    def bootstrap(self) -> str:
-        return self.cluster.bootstrap
-
-    def call(self, fn: Callable[[ApacheCluster], Any], timeout: float = 30.0) -> Any:
-        return fn(self.cluster)
-
-    def run(self, fn: Callable[[ApacheCluster], Awaitable[Any]], timeout: float = 60.0) -> Any:
-        async def main() -> Any:
-            return await asyncio.wait_for(fn(self.cluster), timeout)
-
-        return asyncio.run(main())
 
 
 @pytest.fixture(scope="session")
@@ -79,7 +59,7 @@ def interop_cluster(
         for name, partitions in (topics or {}).items():
             apache.create_topic(name, partitions)
             wait_until_every_broker_serves(apache.bootstrap, name, partitions)
-        return SharedApache(apache)
+        return ThreadedApache(apache)
 
     return make
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -186,22 +185,6 @@ async def test_sasl_mechanism_not_enabled(kafka_cluster_factory: Any) -> None:
     with pytest.raises(E.UnsupportedSaslMechanismError, match="SCRAM-SHA-512"):
         await asyncio.wait_for(client.start(), 10)
     await client.close()
-
-
-@pytest.fixture(scope="module")
-def tls_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    d = tmp_path_factory.mktemp("tls")
-    cert, key = d / "cert.pem", d / "key.pem"
-    subprocess.run(
-        [
-            "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-            "-keyout", str(key), "-out", str(cert), "-days", "2", "-subj", "/CN=127.0.0.1",
-            "-addext", "subjectAltName=IP:127.0.0.1",
-        ],
-        check=True,
-        capture_output=True,
-    )  # fmt: skip
-    return cert, key
 
 
 @pytest.mark.kafka_embedded  # a TLS listener with this certificate

@@ -8,7 +8,6 @@ own authenticators, which the embedded broker only imitates.
 from __future__ import annotations
 
 import asyncio
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -20,22 +19,6 @@ from aiokafka_lite.net import Client, create_ssl_context
 
 FAST = {"reconnect_backoff_ms": 5, "retry_backoff_ms": 5, "request_timeout_ms": 10000}
 USERS = {"alice": "alice-secret", "bob": "bob-secret"}
-
-
-@pytest.fixture(scope="module")
-def tls_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    d = tmp_path_factory.mktemp("tls")
-    cert, key = d / "cert.pem", d / "key.pem"
-    subprocess.run(
-        [
-            "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-            "-keyout", str(key), "-out", str(cert), "-days", "2", "-subj", "/CN=127.0.0.1",
-            "-addext", "subjectAltName=IP:127.0.0.1",
-        ],
-        check=True,
-        capture_output=True,
-    )  # fmt: skip
-    return cert, key
 
 
 async def _round_trip(bootstrap: str, topic: str, **options: Any) -> None:

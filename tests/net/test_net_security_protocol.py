@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -22,22 +21,6 @@ from aiokafka_lite.net import Client, create_ssl_context
 from aiokafka_lite.net.connection import describe_error
 
 FAST = {"reconnect_backoff_ms": 5, "retry_backoff_ms": 5, "request_timeout_ms": 10000}
-
-
-@pytest.fixture(scope="module")
-def tls_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    d = tmp_path_factory.mktemp("tls")
-    cert, key = d / "cert.pem", d / "key.pem"
-    subprocess.run(
-        [
-            "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-            "-keyout", str(key), "-out", str(cert), "-days", "2", "-subj", "/CN=127.0.0.1",
-            "-addext", "subjectAltName=IP:127.0.0.1",
-        ],
-        check=True,
-        capture_output=True,
-    )  # fmt: skip
-    return cert, key
 
 
 async def _start_error(bootstrap: str, **options: Any) -> E.KafkaError:

@@ -13,6 +13,7 @@ from aiokafka_lite import Admin, Consumer, Record, TopicPartition
 from aiokafka_lite.broker.cluster import EmbeddedCluster
 from aiokafka_lite.broker.state import BrokerConfig
 from aiokafka_lite.errors import UnstableOffsetCommitError
+from aiokafka_lite.testing.apache import ThreadedApache
 
 ClusterFactory = Callable[..., Awaitable[EmbeddedCluster]]
 
@@ -61,18 +62,6 @@ async def txn_cluster(
     return shared
 
 
-class _SharedApache:
-    """The session's Apache Kafka behind ``ThreadedCluster``'s surface (its control API is
-    synchronous and thread-safe already)."""
-
-    def __init__(self, cluster: Any) -> None:
-        self.cluster = cluster
-        self.bootstrap: str = cluster.bootstrap
-
-    def call(self, fn: Callable[[Any], Any], timeout: float = 30.0) -> Any:
-        return fn(self.cluster)
-
-
 def threaded_cluster(request: pytest.FixtureRequest, topics: dict[str, int], *, brokers: int = 1) -> Any:
     """A cluster for tests with blocking clients (``.bootstrap``, ``.call(fn)``), for a test
     that uses ``kafka_mode`` and ``kafka_threaded_cluster_factory``: embedded, a fresh
@@ -81,7 +70,7 @@ def threaded_cluster(request: pytest.FixtureRequest, topics: dict[str, int], *, 
         apache = request.getfixturevalue("apache_kafka")
         for name, partitions in topics.items():
             apache.create_topic(name, partitions)
-        return _SharedApache(apache)
+        return ThreadedApache(apache)
     return request.getfixturevalue("kafka_threaded_cluster_factory")(brokers=brokers, topics=topics)
 
 

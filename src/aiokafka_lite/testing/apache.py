@@ -58,6 +58,7 @@ __all__ = [
     "ApacheKafkaError",
     "ApacheNode",
     "EmbeddedOnlyError",
+    "ThreadedApache",
     "kafka_classpath",
     "resolve_version",
 ]
@@ -740,6 +741,31 @@ class ApacheCluster:
 
     def __repr__(self) -> str:
         return f"ApacheCluster(version={self.version!r}, bootstrap={self.bootstrap!r})"
+
+
+class ThreadedApache:
+    """``ThreadedCluster``'s surface (``bootstrap``, ``call``, ``run``, ``close``) over an
+    ``ApacheCluster``, whose control API is synchronous and thread-safe already, for
+    tests with blocking clients written against the embedded ``ThreadedCluster``."""
+
+    def __init__(self, cluster: ApacheCluster) -> None:
+        self.cluster = cluster
+
+    @property
+    def bootstrap(self) -> str:
+        return self.cluster.bootstrap
+
+    def call(self, fn: Callable[[ApacheCluster], T], timeout: float = 30.0) -> T:
+        return fn(self.cluster)
+
+    def run(self, fn: Callable[[ApacheCluster], Awaitable[T]], timeout: float = 60.0) -> T:
+        async def main() -> T:
+            return await asyncio.wait_for(fn(self.cluster), timeout)
+
+        return asyncio.run(main())
+
+    def close(self, timeout: float = 30.0) -> None:
+        self.cluster.close()
 
 
 async def _wait_topic_served(admin: Admin, name: str, partitions: int, within_s: float = 30.0) -> None:

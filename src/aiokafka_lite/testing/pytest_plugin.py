@@ -300,12 +300,14 @@ def kafka_threaded_cluster_factory(pytestconfig: pytest.Config) -> Iterator[Call
         version = str(pytestconfig.getoption("--kafka-version"))
         clusters: list[ApacheCluster] = []
 
+        from aiokafka_lite.testing.apache import ThreadedApache
+
         def apache_factory(**kwargs: Any) -> ThreadedCluster:
             cluster = _apache_cluster(version, kwargs)
             clusters.append(cluster)
             cluster.start()
             _create_initial_topics(cluster, kwargs)
-            return _ThreadedApache(cluster)  # type: ignore[return-value]  # same call/run surface
+            return ThreadedApache(cluster)  # type: ignore[return-value]  # same call/run surface
 
         try:
             yield apache_factory
@@ -402,29 +404,3 @@ def _apache_cluster(version: str, kwargs: dict[str, Any]) -> ApacheCluster:
 def _create_initial_topics(cluster: ApacheCluster, kwargs: dict[str, Any]) -> None:
     for name, partitions in dict(kwargs.get("topics") or {}).items():
         cluster.create_topic(name, partitions)
-
-
-class _ThreadedApache:
-    """``ThreadedCluster``'s surface over an ``ApacheCluster`` (whose control API is
-    already thread-safe and synchronous)."""
-
-    def __init__(self, cluster: ApacheCluster) -> None:
-        self.cluster = cluster
-
-    @property
-    def bootstrap(self) -> str:
-        return self.cluster.bootstrap
-
-    def call(self, fn: Callable[[ApacheCluster], Any], timeout: float = 30.0) -> Any:
-        return fn(self.cluster)
-
-    def run(self, fn: Callable[[ApacheCluster], Awaitable[Any]], timeout: float = 60.0) -> Any:
-        import asyncio
-
-        async def main() -> Any:
-            return await asyncio.wait_for(fn(self.cluster), timeout)
-
-        return asyncio.run(main())
-
-    def close(self, timeout: float = 30.0) -> None:
-        self.cluster.close()
