@@ -4,7 +4,7 @@ topics back at an isolation level."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
 import pytest
@@ -105,12 +105,16 @@ async def read_topic(
 
 
 async def stable_group_offsets(
-    admin: Admin, group_id: str, *, limit_s: float = 15.0
+    admin: Admin, group_id: str, *, limit_s: float = 15.0, present: Collection[TopicPartition] = ()
 ) -> dict[TopicPartition, int]:
     """A group's committed offsets once no transaction committing offsets for it is pending
     (OffsetFetch with require_stable, KIP-447). Kafka writes a transaction's markers after
     it has answered EndTxn, and answers UNSTABLE_OFFSET_COMMIT for such a partition until
-    then: a transaction's offsets are not readable the moment its commit returns."""
+    then: a transaction's offsets are not readable the moment its commit returns.
+
+    ``present``: partitions a committed transaction wrote offsets for. Until its markers
+    are written, Kafka answers a group that has no other offsets with an empty list (not
+    UNSTABLE_OFFSET_COMMIT), so an answer without them is waited past."""
     async with asyncio.timeout(limit_s):
         while True:
             try:
@@ -118,7 +122,9 @@ async def stable_group_offsets(
             except UnstableOffsetCommitError:  # (for the whole group)
                 pass
             else:
-                if not any(isinstance(o.error, UnstableOffsetCommitError) for o in res.values()):
+                if not any(isinstance(o.error, UnstableOffsetCommitError) for o in res.values()) and all(
+                    tp in res for tp in present
+                ):
                     res.raise_errors()
                     return {tp: o.offset for tp, o in res.items()}
             await asyncio.sleep(0.05)
