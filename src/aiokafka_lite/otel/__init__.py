@@ -1,0 +1,39 @@
+"""OpenTelemetry integration: traces across produce and consume (and metrics, health).
+
+Tracing is switched on for every client with :func:`instrument` and off with
+:func:`uninstrument`; a single client can instead be given ``tracer_provider=``.
+Importing this package does not import OpenTelemetry: only :func:`instrument` (or a
+client's ``tracer_provider=``) does, and it needs the ``otel`` extra
+(``pip install aiokafka_lite[otel]``, which installs ``opentelemetry-api``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiokafka_lite.otel import _active
+
+__all__ = ["instrument", "is_instrumented", "uninstrument"]
+
+
+def instrument(*, tracer_provider: Any = None, propagator: Any = None) -> None:
+    """Trace every producer and consumer (existing and future) that has no ``tracer_provider=``.
+
+    ``tracer_provider`` defaults to OpenTelemetry's global one (looked up at each span,
+    so a provider set later is used); ``propagator`` to the global text-map propagator
+    (W3C ``traceparent``/``tracestate`` unless the application configured another).
+    Calling it again replaces the previous settings.
+    """
+    from aiokafka_lite.otel.tracing import KafkaTracing
+
+    _active.tracing = KafkaTracing(tracer_provider, propagator)
+
+
+def uninstrument() -> None:
+    """Stop tracing the clients that use the global setting (per-client providers stay)."""
+    _active.tracing = None
+
+
+def is_instrumented() -> bool:
+    """Whether :func:`instrument` is in effect."""
+    return _active.tracing is not None
