@@ -31,8 +31,36 @@ Failure policy (what a handler exception does), as in go_kafka_client's worker m
   not committed, so a restart retries it.
 * ``"skip"``: log it and carry on (the record counts as done).
 * ``"retry"``: retry with exponential backoff (``retry_backoff_ms`` doubling up to
-  ``retry_backoff_max_ms``), at most ``max_retries`` times (None: forever), then stop.
+  ``retry_backoff_max_ms``), at most ``max_retries`` times (None: forever), then stop
+  (or, with a ``dead_letter_topic``, dead-letter the record and carry on).
   A partition revoked while its record is being retried gives up the retries.
+
+``handler_timeout_ms``: a coroutine handler still running after that long is cancelled
+and the call fails with ``HandlerTimeoutError``, a failure of its own kind
+(``stats.timeouts``) that the policy then treats like any other. A synchronous handler
+cannot be interrupted.
+
+Failure threshold (go_kafka_client's failure counter): with ``failure_threshold=N``,
+more than N failed handler calls (errors and timeouts, every retry counts) of one
+partition within ``failure_window_ms`` call ``on_failure_threshold(report)`` (a
+``FailureReport``; sync or async) before the policy applies. It answers a
+``FailureDecision``:
+
+* ``"stop"`` (also the answer without a callback, or when the callback raises): the
+  pool stops and ``run`` raises ``FailureThresholdError``; the record is not committed;
+* ``"pause"``: the partition is paused with the failed record first in line, until
+  ``resume_partition(tp)`` or, with ``failure_pause_ms``, that long; it is then retried;
+* ``"continue"``: the failure policy applies as usual.
+
+The count then starts afresh, so the next call needs another N + 1 failures.
+
+Dead letters: with ``dead_letter_topic`` (and the ``producer`` that writes them), a
+record that is finally skipped (``"skip"``, or ``"retry"`` out of retries) is first
+produced there, with its key and value as the consumer returned them, its headers, and
+``dlt.error``, ``dlt.error.type``, ``dlt.topic``, ``dlt.partition``, ``dlt.offset`` and
+``dlt.attempts`` headers. Its offset counts as done only once the dead letter is
+acknowledged; a dead letter that cannot be written stops the pool (``WorkerFailedError``),
+so nothing is skipped without its copy.
 
 Auto-commit must be disabled on the consumer: it would commit positions of records that
 are fetched but not processed yet.
@@ -42,7 +70,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import logging
 import time
 from collections import deque
@@ -51,6 +78,18 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from aiokafka_lite.errors import CommitFailedError, ConfigError, IllegalStateError, KafkaError
+from aiokafka_lite.handler_failures import (
+    FailureCallback,
+    FailureDecision,
+    FailureReport,
+    FailureThresholdError,
+    FailureWindow,
+    HandlerTimeoutError,
+    call_handler,
+    dead_letter_headers,
+    decide,
+    failure_kind,
+)
 from aiokafka_lite.structs import TopicPartition
 
 __all__ = ["FailurePolicy", "OrderedWorkers", "WorkerFailedError", "WorkerStats"]
@@ -90,12 +129,19 @@ class _GroupConsumer(Protocol):
     def assignment(self) -> set[TopicPartition]: ...
 
 
+class _DeadLetterProducer(Protocol):
+    async def send(self, topic: str, value: Any = None, key: Any = None, *, headers: Any = None) -> Any: ...
+
+
 @dataclass(slots=True)
 class WorkerStats:
     processed: int = 0
     skipped: int = 0
     retries: int = 0
     commits: int = 0
+    timeouts: int = 0  # handler calls cancelled at handler_timeout_ms
+    dead_lettered: int = 0
+    threshold_reports: int = 0  # times the failure threshold was crossed
 
 
 @dataclass(slots=True)
@@ -107,6 +153,7 @@ class _Partition:
     committed: int | None = None
     abandoned: bool = False  # revoked/lost/stopped: start nothing new, stop retrying
     idle: asyncio.Event = field(default_factory=asyncio.Event)
+    failures: FailureWindow | None = None
 
     def __post_init__(self) -> None:
         self.idle.set()
@@ -129,6 +176,13 @@ class OrderedWorkers:
         commit_interval_ms: float = 1000,
         fetch_timeout_ms: float = 100,
         max_fetch_records: int = 500,
+        handler_timeout_ms: float | None = None,
+        failure_threshold: int | None = None,
+        failure_window_ms: float = 60_000,
+        on_failure_threshold: FailureCallback | None = None,
+        failure_pause_ms: float | None = None,
+        dead_letter_topic: str | None = None,
+        producer: _DeadLetterProducer | None = None,
     ) -> None:
         if concurrency < 1:
             raise ConfigError("concurrency must be >= 1")
@@ -140,6 +194,24 @@ class OrderedWorkers:
             raise ConfigError("max_buffered_per_partition and max_fetch_records must be >= 1")
         if retry_backoff_ms < 0 or retry_backoff_max_ms < retry_backoff_ms or commit_interval_ms <= 0:
             raise ConfigError("invalid retry backoff or commit interval")
+        if handler_timeout_ms is not None and handler_timeout_ms <= 0:
+            raise ConfigError(f"handler_timeout_ms must be > 0 (or None), got {handler_timeout_ms}")
+        if failure_threshold is None and on_failure_threshold is not None:
+            raise ConfigError("on_failure_threshold needs failure_threshold (failures allowed per window)")
+        if failure_threshold is not None:
+            FailureWindow(failure_threshold, failure_window_ms)  # checks both
+        if failure_pause_ms is not None and failure_pause_ms <= 0:
+            raise ConfigError(
+                f"failure_pause_ms must be > 0 (or None: until resume_partition), got {failure_pause_ms}"
+            )
+        if (dead_letter_topic is None) != (producer is None):
+            raise ConfigError(
+                "dead_letter_topic and producer go together: the producer writes the dead letters"
+            )
+        if dead_letter_topic is not None and on_failure == "stop":
+            raise ConfigError(
+                "dead_letter_topic needs on_failure='skip' or 'retry': under 'stop' no record is ever skipped"
+            )
         config = getattr(consumer, "config", None)
         if getattr(config, "enable_auto_commit", False) and getattr(config, "group_id", None):
             raise ConfigError(
@@ -157,11 +229,19 @@ class OrderedWorkers:
         self._commit_interval = commit_interval_ms / 1000
         self._fetch_timeout_ms = fetch_timeout_ms
         self._max_fetch = max_fetch_records
+        self._timeout_ms = handler_timeout_ms
+        self._threshold = failure_threshold
+        self._window_ms = failure_window_ms
+        self._on_threshold = on_failure_threshold
+        self._pause_s = None if failure_pause_ms is None else failure_pause_ms / 1000
+        self._dead_letter_topic = dead_letter_topic
+        self._producer = producer
         self._parts: dict[TopicPartition, _Partition] = {}
         self._ready: asyncio.Queue[TopicPartition] = asyncio.Queue()
-        self._paused_by_us: set[TopicPartition] = set()
+        self._paused_by_us: set[TopicPartition] = set()  # backpressure
+        self._paused_on_failure: dict[TopicPartition, asyncio.TimerHandle | None] = {}
         self._stopping = asyncio.Event()
-        self._failure: WorkerFailedError | None = None
+        self._failure: WorkerFailedError | FailureThresholdError | None = None
         self._running = False
         self.stats = WorkerStats()
 
@@ -201,6 +281,34 @@ class OrderedWorkers:
     def in_flight(self) -> set[TopicPartition]:
         return {tp for tp, p in self._parts.items() if p.busy}
 
+    def paused_partitions(self) -> set[TopicPartition]:
+        """Partitions paused by a ``"pause"`` decision of the failure-threshold callback."""
+        return set(self._paused_on_failure)
+
+    def resume_partition(self, tp: TopicPartition) -> None:
+        """Resume a partition paused on failures: its failed record is retried first."""
+        if tp not in self._paused_on_failure:
+            return
+        timer = self._paused_on_failure.pop(tp)
+        if timer is not None:
+            timer.cancel()
+        if tp in self._consumer.assignment():
+            self._consumer.resume(tp)
+        part = self._parts.get(tp)
+        if part is not None and part.queue and not part.scheduled and not part.abandoned:
+            part.scheduled = True
+            self._ready.put_nowait(tp)
+        log.info("resumed partition %s-%s paused on failures", tp.topic, tp.partition)
+
+    def _pause_partition(self, tp: TopicPartition) -> None:
+        self._paused_by_us.discard(tp)  # now held by the failure pause, not by the backpressure
+        if tp in self._consumer.assignment():
+            self._consumer.pause(tp)
+        timer = None
+        if self._pause_s is not None:
+            timer = asyncio.get_running_loop().call_later(self._pause_s, self.resume_partition, tp)
+        self._paused_on_failure[tp] = timer
+
     # ------------------------------------------------------------------ feeding
     async def _feed(self) -> None:
         next_commit = time.monotonic() + self._commit_interval
@@ -236,13 +344,17 @@ class OrderedWorkers:
             elif part.abandoned:
                 continue  # being drained (revocation, failure): the next owner reads these
             part.queue.extend(records)
-            if not part.scheduled:
+            if not part.scheduled and tp not in self._paused_on_failure:
                 part.scheduled = True
                 self._ready.put_nowait(tp)
 
     def _backpressure(self) -> None:
         assigned = self._consumer.assignment()
-        full = [tp for tp, p in self._parts.items() if len(p.queue) >= self._max_buffered and tp in assigned]
+        full = [
+            tp
+            for tp, p in self._parts.items()
+            if len(p.queue) >= self._max_buffered and tp in assigned and tp not in self._paused_on_failure
+        ]
         pause = [tp for tp in full if tp not in self._paused_by_us]
         if pause:
             self._consumer.pause(*pause)
@@ -265,17 +377,20 @@ class OrderedWorkers:
             part = self._parts.get(tp)
             if part is None:
                 continue
-            if part.abandoned or not part.queue or self._failure is not None:
+            if part.abandoned or not part.queue or self._failure is not None or tp in self._paused_on_failure:
                 part.scheduled = False
                 continue
             record = part.queue.popleft()
             part.busy = True
             part.idle.clear()
             try:
-                if await self._process(record, part):
+                outcome = await self._process(record, tp, part)
+                if outcome == "done":
                     part.done = record.offset + 1
                     self.stats.processed += 1
-            except WorkerFailedError as exc:
+                elif outcome == "paused" and not part.abandoned:
+                    part.queue.appendleft(record)  # first in line when the partition resumes
+            except (WorkerFailedError, FailureThresholdError) as exc:
                 part.abandoned = True
                 if self._failure is None:
                     self._failure = exc
@@ -284,34 +399,51 @@ class OrderedWorkers:
             finally:
                 part.busy = False
                 part.idle.set()
-                if part.queue and not part.abandoned and self._failure is None:
+                if (
+                    part.queue
+                    and not part.abandoned
+                    and self._failure is None
+                    and tp not in self._paused_on_failure
+                ):
                     self._ready.put_nowait(tp)  # next record of this partition, after the others waiting
                 else:
                     part.scheduled = False
 
-    async def _process(self, record: Any, part: _Partition) -> bool:
-        """Run the handler under the failure policy; True when the record counts as done."""
-        attempt = 0
+    async def _process(
+        self, record: Any, tp: TopicPartition, part: _Partition
+    ) -> Literal["done", "abandoned", "paused"]:
+        """Run the handler under the failure policy and threshold: "done" when the record
+        counts as done, "abandoned" when its partition went away meanwhile, "paused" when
+        the threshold callback paused the partition (the record was not processed)."""
+        retries = 0
         while True:
             try:
-                result = self._handler(record)
-                if inspect.isawaitable(result):
-                    await result
-                return True
+                await call_handler(self._handler, record, self._timeout_ms)
+                return "done"
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
+                if isinstance(exc, HandlerTimeoutError):
+                    self.stats.timeouts += 1
+                decision = await self._check_threshold(tp, part, record, exc)
+                if decision is FailureDecision.PAUSE:
+                    if part.abandoned:
+                        return "abandoned"
+                    log.warning("pausing partition %s-%s on failures: %r", tp.topic, tp.partition, exc)
+                    self._pause_partition(tp)
+                    return "paused"
                 if self._policy == "skip":
                     log.warning(
                         "skipping record %s-%s@%s: %r", record.topic, record.partition, record.offset, exc
                     )
+                    await self._dead_letter(record, exc, retries + 1)
                     self.stats.skipped += 1
-                    return True
-                if self._policy == "retry" and (self._max_retries is None or attempt < self._max_retries):
+                    return "done"
+                if self._policy == "retry" and (self._max_retries is None or retries < self._max_retries):
                     if part.abandoned:
-                        return False  # revoked meanwhile: the next owner will retry it
-                    delay = min(self._backoff_ms * (2**attempt), self._backoff_max_ms) / 1000
-                    attempt += 1
+                        return "abandoned"  # revoked meanwhile: the next owner will retry it
+                    delay = min(self._backoff_ms * (2**retries), self._backoff_max_ms) / 1000
+                    retries += 1
                     self.stats.retries += 1
                     log.info(
                         "retrying record %s-%s@%s in %.0f ms: %r",
@@ -323,9 +455,68 @@ class OrderedWorkers:
                     )
                     await asyncio.sleep(delay)
                     if part.abandoned:
-                        return False
+                        return "abandoned"
                     continue
+                if self._policy == "retry" and self._dead_letter_topic is not None:
+                    log.warning(
+                        "record %s-%s@%s failed %d times, dead-lettered: %r",
+                        record.topic,
+                        record.partition,
+                        record.offset,
+                        retries + 1,
+                        exc,
+                    )
+                    await self._dead_letter(record, exc, retries + 1)
+                    self.stats.skipped += 1
+                    return "done"
                 raise WorkerFailedError(record, exc) from exc
+
+    async def _check_threshold(
+        self, tp: TopicPartition, part: _Partition, record: Any, exc: Exception
+    ) -> FailureDecision:
+        """Count the failure; past the threshold, what the callback decides."""
+        if self._threshold is None:
+            return FailureDecision.CONTINUE
+        if part.failures is None:
+            part.failures = FailureWindow(self._threshold, self._window_ms)
+        counts = part.failures.add(failure_kind(exc), time.monotonic() * 1000)
+        if counts is None:
+            return FailureDecision.CONTINUE
+        self.stats.threshold_reports += 1
+        report = FailureReport(tp, counts, self._threshold, self._window_ms, record, exc)
+        if self._on_threshold is None:
+            raise FailureThresholdError(report) from exc
+        try:
+            decision = await decide(self._on_threshold, report)
+        except Exception as callback_exc:
+            log.exception("the failure-threshold callback raised; stopping")
+            raise FailureThresholdError(report) from callback_exc
+        if decision is FailureDecision.STOP:
+            raise FailureThresholdError(report) from exc
+        return decision
+
+    async def _dead_letter(self, record: Any, exc: Exception, attempts: int) -> None:
+        """Write the dead letter of a record about to be skipped and wait for its ack."""
+        if self._producer is None or self._dead_letter_topic is None:
+            return
+        headers = dead_letter_headers(
+            headers=list(getattr(record, "headers", None) or ()),
+            error=exc,
+            topic=record.topic,
+            partition=record.partition,
+            offset=record.offset,
+            attempts=attempts,
+        )
+        try:
+            await self._producer.send(
+                self._dead_letter_topic,
+                getattr(record, "value", None),
+                getattr(record, "key", None),
+                headers=headers,
+            )
+        except KafkaError as send_exc:
+            raise WorkerFailedError(record, send_exc) from send_exc
+        self.stats.dead_lettered += 1
 
     # ------------------------------------------------------------------ commits
     async def _commit(self, parts: Iterable[TopicPartition]) -> None:
@@ -354,7 +545,6 @@ class OrderedWorkers:
         """Drop what is queued for ``tps`` and wait for their in-flight records."""
         present = []
         for tp in tps:
-            self._paused_by_us.discard(tp)
             p = self._parts.get(tp)
             if p is None:
                 continue
@@ -366,7 +556,16 @@ class OrderedWorkers:
         return present
 
     # ------------------------------------------------------------------ rebalance listener (internal)
+    def _forget_pauses(self, tps: Iterable[TopicPartition]) -> None:
+        """The consumer gave these partitions up: nothing to resume later."""
+        for tp in tps:
+            self._paused_by_us.discard(tp)
+            timer = self._paused_on_failure.pop(tp, None)
+            if timer is not None:
+                timer.cancel()
+
     async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        self._forget_pauses(revoked)
         present = await self._drain(revoked)
         await self._commit(present)
         for tp in present:
@@ -374,6 +573,7 @@ class OrderedWorkers:
 
     async def on_partitions_lost(self, lost: set[TopicPartition]) -> None:
         # Another member may own them already: finish what runs, commit nothing.
+        self._forget_pauses(lost)
         present = await self._drain(lost)
         for tp in present:
             self._parts.pop(tp, None)
@@ -390,6 +590,11 @@ class OrderedWorkers:
             for w in workers:
                 w.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
+            for timer in self._paused_on_failure.values():
+                if timer is not None:
+                    timer.cancel()
+            self._paused_by_us.update(self._paused_on_failure)
+            self._paused_on_failure.clear()
             if self._paused_by_us:
                 with contextlib.suppress(KafkaError):
                     self._consumer.resume(*(self._paused_by_us & self._consumer.assignment()))
