@@ -1,0 +1,138 @@
+"""Helpers for the mirror tests: a source and a target cluster on either broker
+(``--kafka``), producing test data, reading a topic back at an isolation level."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from aiokafka_lite import Admin, Consumer, NewTopic, Producer, Record, TopicPartition
+from aiokafka_lite.admin import OffsetSpec
+from aiokafka_lite.broker.cluster import EmbeddedCluster
+from aiokafka_lite.broker.state import BrokerConfig
+
+ClusterFactory = Callable[..., Awaitable[EmbeddedCluster]]
+
+# Apache Kafka refuses sessions under group.min.session.timeout.ms (6 s by default); the
+# embedded clusters here lower it so that a crashed instance's partitions move quickly.
+APACHE_MIN_SESSION_MS = 6000
+EMBEDDED_SESSION_MS = 1500
+
+# Fast group and metadata timers for every mirror in these tests.
+FAST_SOURCE = {"heartbeat_interval_ms": 200}
+
+
+async def two_clusters(request: pytest.FixtureRequest, factory: ClusterFactory) -> tuple[Any, Any]:
+    """``(source, target)`` (for the ``clusters`` fixture). Embedded: two fresh clusters.
+    Apache Kafka: the session's node as the source and a fresh one-node cluster as the
+    target."""
+    if request.getfixturevalue("kafka_mode") == "apache":
+        source = request.getfixturevalue("apache_kafka")
+        target = await factory()
+        return source, target
+    config = BrokerConfig(extra={"group.min.session.timeout.ms": "100"})
+    return await factory(config=config), await factory(config=config)
+
+
+def session_ms(cluster: object) -> int:
+    return EMBEDDED_SESSION_MS if isinstance(cluster, EmbeddedCluster) else APACHE_MIN_SESSION_MS
+
+
+async def create_topics(
+    bootstrap: str, topics: dict[str, int], configs: dict[str, dict[str, str]] | None = None
+) -> None:
+    async with Admin(bootstrap) as admin:
+        results = await admin.create_topics(
+            [NewTopic(name, n, -1, (configs or {}).get(name, {})) for name, n in topics.items()]
+        )
+        results.raise_errors()
+
+
+def record_value(topic: str, partition: int, i: int) -> bytes:
+    return f"{topic}/{partition}/{i}".encode()
+
+
+async def produce(
+    bootstrap: str, topic: str, partitions: int, per_partition: int, *, start: int = 0, **options: Any
+) -> None:
+    """``per_partition`` records in each partition, numbered from ``start``: key ``k<i>``,
+    value ``topic/partition/i``, a header, and a timestamp in the past (so that a copy
+    that stamped its own time would be seen)."""
+    base_ts = int(time.time() * 1000) - 3_600_000
+    async with Producer(bootstrap, linger_ms=2, **options) as producer:
+        futures = []
+        for p in range(partitions):
+            for i in range(start, start + per_partition):
+                futures.append(
+                    await producer.enqueue(
+                        topic,
+                        record_value(topic, p, i),
+                        f"k{i}".encode(),
+                        partition=p,
+                        timestamp_ms=base_ts + i,
+                        headers=[("n", str(i).encode()), ("empty", None)],
+                    )
+                )
+        await producer.wait_all(futures)
+
+
+async def end_offsets(bootstrap: str, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+    async with Admin(bootstrap) as admin:
+        res = (await admin.list_offsets(dict.fromkeys(tps, OffsetSpec.LATEST))).raise_errors()
+        return {tp: r.offset for tp, r in res.items()}
+
+
+async def read_all(
+    bootstrap: str, topic: str, expected: int, *, read_committed: bool = False, timeout_s: float = 60
+) -> list[Record]:
+    """Every record of ``topic`` until ``expected`` arrived and the topic is quiet; fails
+    (with what arrived) if fewer arrive within ``timeout_s``."""
+
+    async def exists() -> bool:
+        async with Admin(bootstrap) as admin:
+            return (await admin.describe_topics([topic]))[topic].error is None
+
+    await wait_for(exists, f"topic {topic!r} on the target", timeout_s)
+    out: list[Record] = []
+    async with Consumer(
+        bootstrap,
+        topics=[topic],
+        auto_offset_reset="earliest",
+        isolation_level="read_committed" if read_committed else "read_uncommitted",
+        allow_auto_topic_creation=False,
+    ) as consumer:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        quiet_until: float | None = None
+        while True:
+            batch = await consumer.getmany(timeout_ms=200)
+            for recs in batch.values():
+                out.extend(recs)
+            now = loop.time()
+            if len(out) >= expected:
+                # A little longer, so that duplicates beyond ``expected`` are seen too.
+                quiet_until = quiet_until if quiet_until is not None and not batch else now + 1.0
+                if now >= quiet_until:
+                    return out
+            if now > deadline:
+                raise AssertionError(f"{topic}: {len(out)} of {expected} records arrived within {timeout_s}s")
+
+
+async def wait_for(condition: Callable[[], Awaitable[bool]], what: str, timeout_s: float = 60) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while not await condition():
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.1)
+
+
+def by_partition(records: list[Record]) -> dict[int, list[bytes]]:
+    out: dict[int, list[bytes]] = {}
+    for r in records:
+        out.setdefault(r.partition, []).append(r.value)
+    return out
