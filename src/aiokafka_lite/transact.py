@@ -44,6 +44,7 @@ from typing import Any
 from aiokafka_lite import errors as E
 from aiokafka_lite.fetch import Consumer, Record
 from aiokafka_lite.fetch.subscription import OffsetAndMetadata
+from aiokafka_lite.otel import _active as _otel
 from aiokafka_lite.produce import Producer
 from aiokafka_lite.produce.transaction import TxnState
 from aiokafka_lite.structs import TopicPartition
@@ -222,9 +223,12 @@ class TransactSession:
         if not batch:
             return None
         try:
-            result = handler(batch, self.producer)
-            if inspect.isawaitable(result):
-                await result
+            if _otel.enabled:  # the handler runs in a process span continuing the records' trace
+                await _otel.in_batch_span(self.consumer, batch, lambda: handler(batch, self.producer))
+            else:
+                result = handler(batch, self.producer)
+                if inspect.isawaitable(result):
+                    await result
         except Exception:
             if self._doomed:
                 async with self._lock:

@@ -79,6 +79,13 @@ class ConsumerConfig(Options):
         "Timeout of blocking calls without their own (offset lookups, position resolution, commits).",
         at_least(1),
     )
+    tracer_provider: Any = option(
+        None,
+        "An OpenTelemetry TracerProvider: trace this consumer with it (process spans per record, poll "
+        "spans per batch, continuing the producer's trace). None: traced only while "
+        "aiokafka_lite.otel.instrument() is in effect.",
+        type_check=False,
+    )
     # -- group membership (read by the group coordinator) ---------------------------
     group_instance_id: str | None = option(None, "Static membership id (KIP-345).")
     session_timeout_ms: int = option(

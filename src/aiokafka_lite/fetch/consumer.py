@@ -29,8 +29,11 @@ from collections.abc import Generator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from aiokafka_lite import errors as E
+from aiokafka_lite.health import Health, build_health
 from aiokafka_lite.net import Client, ClientConfig, ClusterMetadata
 from aiokafka_lite.net.metadata import fatal_topic_error
+from aiokafka_lite.observability import track
+from aiokafka_lite.otel import _active as _otel
 from aiokafka_lite.structs import TopicPartition
 
 from .config import ConsumerConfig
@@ -129,6 +132,8 @@ class Consumer:
         self._closing = False
         self._closed = False
         self._close_task: asyncio.Task[None] | None = None
+        #: Tracing of this consumer's own tracer_provider (else aiokafka_lite.otel's global one).
+        self._tracing = _otel.client_tracing(self.config.tracer_provider)
         self._kd = self.config.key_deserializer
         self._vd = self.config.value_deserializer
         # The chunk being handed out by __anext__.
@@ -215,6 +220,8 @@ class Consumer:
 
         Idempotent; an ``async for`` running in another task ends cleanly.
         """
+        if _otel.enabled:
+            _otel.end_iteration(self)  # the last record's process span
         if self._close_task is None:
             self._close_task = asyncio.ensure_future(self._close())
         await asyncio.shield(self._close_task)
@@ -650,6 +657,19 @@ class Consumer:
     async def __anext__(self) -> Record:
         i = self._idx
         recs = self._recs
+        if i < len(recs) and not _otel.enabled:
+            rec = recs[i]
+            self._idx = i + 1
+            self._cur_st.position = rec[2] + 1  # type: ignore[union-attr]
+            return rec
+        if _otel.enabled and (tracing := _otel.of(self)) is not None:
+            return await tracing.next_record(self, self._next_record)
+        return await self._next_record()
+
+    async def _next_record(self) -> Record:
+        """``__anext__`` without tracing."""
+        i = self._idx
+        recs = self._recs
         if i < len(recs):
             rec = recs[i]
             self._idx = i + 1
@@ -714,6 +734,13 @@ class Consumer:
         Returns at most ``max_records`` (default ``max_poll_records``) records, from the
         given ``partitions`` only if any are given; ``{}`` on timeout.
         """
+        if _otel.enabled and (tracing := _otel.of(self)) is not None:
+            return await tracing.poll(self, lambda: self._getmany(partitions, timeout_ms, max_records))
+        return await self._getmany(partitions, timeout_ms, max_records)
+
+    async def _getmany(
+        self, partitions: tuple[TopicPartition, ...], timeout_ms: float, max_records: int | None
+    ) -> dict[TopicPartition, list[Record]]:
         fetcher = self._require_started()
         limit = self.config.max_poll_records if max_records is None else max_records
         if limit < 1:

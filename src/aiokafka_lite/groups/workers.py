@@ -90,6 +90,7 @@ from aiokafka_lite.handler_failures import (
     decide,
     failure_kind,
 )
+from aiokafka_lite.otel import _active as _otel
 from aiokafka_lite.structs import TopicPartition
 
 __all__ = ["FailurePolicy", "OrderedWorkers", "WorkerFailedError", "WorkerStats"]
@@ -418,7 +419,12 @@ class OrderedWorkers:
         retries = 0
         while True:
             try:
-                await call_handler(self._handler, record, self._timeout_ms)
+                if _otel.enabled:  # the handler runs in the record's process span (its trace)
+                    await _otel.in_process_span(
+                        self._consumer, record, lambda: call_handler(self._handler, record, self._timeout_ms)
+                    )
+                else:
+                    await call_handler(self._handler, record, self._timeout_ms)
                 return "done"
             except asyncio.CancelledError:
                 raise

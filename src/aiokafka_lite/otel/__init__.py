@@ -13,7 +13,7 @@ from typing import Any
 
 from aiokafka_lite.otel import _active
 
-__all__ = ["instrument", "is_instrumented", "uninstrument"]
+__all__ = ["instrument", "is_instrumented", "record_context", "uninstrument"]
 
 
 def instrument(*, tracer_provider: Any = None, propagator: Any = None) -> None:
@@ -26,14 +26,26 @@ def instrument(*, tracer_provider: Any = None, propagator: Any = None) -> None:
     """
     from aiokafka_lite.otel.tracing import KafkaTracing
 
-    _active.tracing = KafkaTracing(tracer_provider, propagator)
+    _active.set_global(KafkaTracing(tracer_provider, propagator))
 
 
 def uninstrument() -> None:
     """Stop tracing the clients that use the global setting (per-client providers stay)."""
-    _active.tracing = None
+    _active.set_global(None)
 
 
 def is_instrumented() -> bool:
     """Whether :func:`instrument` is in effect."""
     return _active.tracing is not None
+
+
+def record_context(record: Any, propagator: Any = None) -> Any:
+    """The OpenTelemetry ``Context`` carried by a consumed record's headers (None if they
+    carry none), to parent or link spans of your own::
+
+        ctx = aiokafka_lite.otel.record_context(record)
+        with tracer.start_as_current_span("handle", context=ctx): ...
+    """
+    from aiokafka_lite.otel.tracing import extract_context
+
+    return extract_context(record.headers, propagator)

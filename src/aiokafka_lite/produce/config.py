@@ -187,6 +187,15 @@ class ProducerConfig(Options):
         between(1, _MAX_INT32),
     )
 
+    # -- observability (see aiokafka_lite.otel) ---------------------------------------
+    tracer_provider: Any = option(
+        None,
+        "An OpenTelemetry TracerProvider: trace this producer's sends with it (a span per record, "
+        "its context in the record's headers). None: traced only while aiokafka_lite.otel.instrument() "
+        "is in effect.",
+        type_check=False,
+    )
+
     def validate(self) -> None:
         for name in ("key_serializer", "value_serializer"):
             value = getattr(self, name)

@@ -34,7 +34,10 @@ from types import TracebackType
 from typing import Any, Final
 
 from aiokafka_lite import errors as E
+from aiokafka_lite.health import Health, build_health
 from aiokafka_lite.net import Client, ClientConfig
+from aiokafka_lite.observability import track
+from aiokafka_lite.otel import _active as _otel
 from aiokafka_lite.structs import TopicPartition
 
 from .accumulator import BATCH_OVERHEAD, RECORD_OVERHEAD, BufferPool, PartitionQueue, RecordAccumulator
@@ -199,6 +202,9 @@ class Producer:
         self._states = self._topics.topics
         self._close_task: asyncio.Task[None] | None = None
         self._start_task: asyncio.Task[None] | None = None
+        #: Tracing of this producer's own tracer_provider (else aiokafka_lite.otel's global one).
+        self._tracing = _otel.client_tracing(cfg.tracer_provider)
+        track(self)
 
     def _new_sender(self) -> Sender:
         sender = Sender(
@@ -694,6 +700,10 @@ class Producer:
         """Buffer one record; returns once it is buffered (waiting for buffer space or
         metadata up to ``max_block_ms``). Await the returned ``RecordFuture`` for its
         :class:`RecordMetadata`."""
+        if _otel.enabled and (tracing := _otel.of(self)) is not None:
+            return await tracing.enqueue(
+                self._enqueue_general, self, topic, value, key, partition, timestamp_ms, headers
+            )
         # Inlined fast path for the common case (bytes value, optional bytes key, default
         # partitioning, no headers, room in the open batch); anything else falls through
         # to the general path, which redoes these side-effect-free steps.
@@ -733,6 +743,18 @@ class Producer:
                     fut._cancel_message = None
                     fut._asyncio_future_blocking = False
                     return fut
+        return await self._enqueue_general(topic, value, key, partition, timestamp_ms, headers)
+
+    async def _enqueue_general(
+        self,
+        topic: str,
+        value: Any,
+        key: Any,
+        partition: int | None,
+        timestamp_ms: int | None,
+        headers: Headers | None,
+    ) -> RecordFuture:
+        """``enqueue`` past its inlined fast path (and the traced sends' untraced part)."""
         batch, index = self._append(topic, value, key, partition, timestamp_ms, headers)
         if batch is None:
             batch, index = await self._append_slow(topic, partition, headers, index)
@@ -755,6 +777,10 @@ class Producer:
         headers: Headers | None = None,
     ) -> RecordMetadata:
         """Produce one record and wait for its acknowledgement (per ``acks``)."""
+        if _otel.enabled and (tracing := _otel.of(self)) is not None:
+            return await tracing.send(
+                self._enqueue_general, self, topic, value, key, partition, timestamp_ms, headers
+            )
         batch, index = self._append(topic, value, key, partition, timestamp_ms, headers)
         if batch is None:
             batch, index = await self._append_slow(topic, partition, headers, index)
@@ -782,6 +808,10 @@ class Producer:
         """
         if self._refused:
             raise self._refusal()
+        if _otel.enabled and (tracing := _otel.of(self)) is not None:  # a span per record
+            return await tracing.enqueue_batch(
+                self._enqueue_general, self, topic, values, keys, headers, partition, timestamp_ms
+            )
         result = BatchResult()
         vs = self._value_serializer
         if vs is not None:

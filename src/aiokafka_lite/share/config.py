@@ -77,6 +77,13 @@ class ShareConsumerConfig(Options):
     default_api_timeout_ms: int = option(
         60000, "Timeout of commit() and of close()'s acknowledgements when none is given.", at_least(1)
     )
+    tracer_provider: Any = option(
+        None,
+        "An OpenTelemetry TracerProvider: trace this share consumer with it (poll spans per batch; "
+        "ShareWorkers: process spans per record, continuing the producer's trace). None: traced only "
+        "while aiokafka_lite.otel.instrument() is in effect.",
+        type_check=False,
+    )
 
     def validate(self) -> None:
         for name in ("key_deserializer", "value_deserializer"):

@@ -41,8 +41,11 @@ from typing import Any, Final
 
 from aiokafka_lite import errors as E
 from aiokafka_lite.fetch.decode import parse_partition
+from aiokafka_lite.health import Health, build_health
 from aiokafka_lite.net import Client, ClientConfig
 from aiokafka_lite.net.client import Lane
+from aiokafka_lite.observability import track
+from aiokafka_lite.otel import _active as _otel
 from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.messages import (
     ShareAcknowledgeResponse,
@@ -121,6 +124,8 @@ class ShareConsumer:
             self._client = Client(bootstrap_servers, **client_opts)
             self._own_client = True
         self.group_id = group_id
+        #: Tracing of this consumer's own tracer_provider (else aiokafka_lite.otel's global one).
+        self._tracing = _otel.client_tracing(self.config.tracer_provider)
         self._membership = ShareMembership(
             group_id,
             tuple(topic_list),
@@ -283,6 +288,8 @@ class ShareConsumer:
         """Records acquired for this member, waiting up to ``timeout_ms`` (None: until
         some arrive). Implicit mode first accepts the records the previous poll returned;
         explicit mode requires each of them to be acknowledged (IllegalStateError)."""
+        if _otel.enabled and (tracing := _otel.of(self)) is not None:
+            return await tracing.poll(self, lambda: self._poll(max_records, timeout_ms, check_acknowledged=True))
         return await self._poll(max_records, timeout_ms, check_acknowledged=True)
 
     async def _poll(
