@@ -6,15 +6,20 @@ subscribed topics). Record state lives in ``share_state``; this module is the sh
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import time
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from aiokafka_lite.broker.context import HandlerRegistry, RequestContext
-from aiokafka_lite.broker.share_state import InvalidAcknowledgement, SharePartitionState
+from aiokafka_lite.broker.group_configs import (
+    GROUP_CONFIG_DEFAULTS,
+    duration_ms,
+    group_config_value,
+    validate_group_config,
+)
+from aiokafka_lite.broker.log import PartitionLog
+from aiokafka_lite.broker.share_state import InvalidAcknowledgement, SharePartitionState, aborted_ranges
+from aiokafka_lite.broker.share_store import SharePersistence
 from aiokafka_lite.broker.state import ClusterState
 from aiokafka_lite.wire.message import Request, Response
 from aiokafka_lite.wire.messages import (
@@ -26,59 +31,14 @@ from aiokafka_lite.wire.messages import (
     ShareGroupHeartbeatResponse,
 )
 
-__all__ = ["GROUP_CONFIG_DEFAULTS", "ShareGroups", "register_share_handlers"]
+__all__ = ["GROUP_CONFIG_DEFAULTS", "ShareGroups", "register_share_handlers", "validate_group_config"]
 
 NONE, UNKNOWN_MEMBER_ID, INVALID_REQUEST, UNKNOWN_TOPIC_ID = 0, 25, 42, 100
 GROUP_ID_NOT_FOUND, FENCED_MEMBER_EPOCH, INVALID_RECORD_STATE = 69, 110, 121
 SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH = 122, 123
 INITIAL_EPOCH, FINAL_EPOCH = 0, -1
 
-#: Group configs (IncrementalAlterConfigs on GROUP resources) and Kafka 4.4's defaults.
-GROUP_CONFIG_DEFAULTS: dict[str, str] = {
-    "share.auto.offset.reset": "latest",
-    "share.record.lock.duration.ms": "30000",
-    "share.delivery.count.limit": "5",
-    "share.heartbeat.interval.ms": "5000",
-    "share.session.timeout.ms": "45000",
-    "share.isolation.level": "read_uncommitted",
-    "consumer.heartbeat.interval.ms": "5000",
-    "consumer.session.timeout.ms": "45000",
-}
-#: The bounds Kafka's broker configs put on them by default (group.share.min/max.*).
-_GROUP_CONFIG_BOUNDS: dict[str, tuple[int, int]] = {
-    "share.record.lock.duration.ms": (15000, 60000),
-    "share.delivery.count.limit": (2, 10),
-    "share.heartbeat.interval.ms": (5000, 15000),
-    "share.session.timeout.ms": (45000, 60000),
-    "consumer.heartbeat.interval.ms": (5000, 15000),
-    "consumer.session.timeout.ms": (45000, 60000),
-}
-#: group.share.partition.max.record.locks: records in flight per share-partition.
-MAX_IN_FLIGHT = 2000
 _POLL_S = 0.02
-
-
-def validate_group_config(name: str, value: str | None) -> str | None:
-    """Why ``name=value`` is not a valid group config, or None."""
-    if name not in GROUP_CONFIG_DEFAULTS:
-        return f"unknown group config {name!r}"
-    if value is None:
-        return None
-    if name == "share.auto.offset.reset":
-        if value not in ("earliest", "latest") and not value.startswith("by_duration:"):
-            return f"invalid value {value!r} for share.auto.offset.reset"
-    elif name == "share.isolation.level":
-        if value not in ("read_committed", "read_uncommitted"):
-            return f"invalid value {value!r} for share.isolation.level"
-    else:
-        try:
-            n = int(value)
-        except ValueError:
-            return f"{name} must be an integer, got {value!r}"
-        lo, hi = _GROUP_CONFIG_BOUNDS[name]
-        if not lo <= n <= hi:
-            return f"{name} must be between {lo} and {hi}, got {n}"
-    return None
 
 
 @dataclass
@@ -112,47 +72,26 @@ class ShareGroups:
         self.state = state
         self.groups: dict[str, _Group] = {}
         self.sessions: dict[tuple[str, str], _Session] = {}  # (group, member) -> session
+        self.persistence = SharePersistence(self)
 
-    # -- persistence (a cluster with a data_dir) ----------------------------------------
-    def _snapshot_path(self) -> Path | None:
-        storage = self.state.storage
-        return storage.dir / "share" / "state.json" if storage is not None else None
-
+    # -- persistence (a cluster with a data_dir: see share_store) ----------------------
     async def start(self) -> None:
-        path = self._snapshot_path()
-        if path is None or not path.exists():
-            return
-        snap = json.loads(path.read_text())
-        for group_id, configs in snap.get("group_configs", {}).items():
-            self.state.group_configs.setdefault(group_id, dict(configs))
-        for group_id, parts in snap.get("partitions", {}).items():
-            g = self._group(group_id)
-            for key, sp in parts.items():
-                tid, _, index = key.rpartition(":")
-                g.partitions[(uuid.UUID(tid), int(index))] = SharePartitionState.from_snapshot(sp)
+        self.persistence.start()
 
     async def stop(self) -> None:
-        # Written at a clean stop: acquired records are saved as available (their locks
-        # belong to connections that are gone), with their delivery counts.
-        path = self._snapshot_path()
-        if path is None:
-            return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        snap = {
-            "group_configs": self.state.group_configs,
-            "partitions": {
-                g.group_id: {f"{tid}:{index}": sp.snapshot() for (tid, index), sp in g.partitions.items()}
-                for g in self.groups.values()
-                if g.partitions
-            },
-        }
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(snap))
-        os.replace(tmp, path)
+        self.persistence.stop()
+
+    def persist(self, group_id: str | None) -> None:
+        """Journal what changed in the group (before answering a request that changed it)."""
+        self.persistence.persist(group_id)
 
     # -- configs -----------------------------------------------------------------
     def config(self, group_id: str, name: str) -> str:
-        return self.state.group_configs.get(group_id, {}).get(name, GROUP_CONFIG_DEFAULTS[name])
+        """The group's config, else the broker's (``group.share.*``), else Kafka's default."""
+        value, _ = group_config_value(
+            name, self.state.group_configs.get(group_id, {}), self.state.config.extra
+        )
+        return value
 
     def _int_config(self, group_id: str, name: str) -> int:
         return int(self.config(group_id, name))
@@ -257,6 +196,7 @@ class ShareGroups:
                     limit = self._int_config(group_id, "share.delivery.count.limit")
                     for sp in g.partitions.values():
                         sp.release_member(member_id, limit)
+                    self.persist(group_id)
 
     # -- share-partitions -------------------------------------------------------------
     def _partition(self, g: _Group, tid: uuid.UUID, index: int) -> SharePartitionState | None:
@@ -266,11 +206,22 @@ class ShareGroups:
         sp = g.partitions.get((tid, index))
         plog = topic.partitions[index].log
         if sp is None:
-            reset = self.config(g.group_id, "share.auto.offset.reset")
-            start = plog.log_start_offset if reset == "earliest" else plog.high_watermark
+            start = self._reset_offset(g.group_id, plog)
             sp = g.partitions[(tid, index)] = SharePartitionState(start)
         sp.skip_to(plog.log_start_offset)
         return sp
+
+    def _reset_offset(self, group_id: str, plog: PartitionLog) -> int:
+        """Where a share-partition starts: share.auto.offset.reset (earliest, latest or
+        by_duration:<ISO-8601>, the first record at or after now minus the duration)."""
+        reset = self.config(group_id, "share.auto.offset.reset")
+        if reset == "earliest":
+            return plog.log_start_offset
+        if reset.startswith("by_duration:"):
+            ms = duration_ms(reset.removeprefix("by_duration:")) or 0
+            found = plog.offset_for_timestamp(int(time.time() * 1000) - ms)
+            return plog.high_watermark if found is None else found[0]
+        return plog.high_watermark
 
     def _acknowledge(
         self, g: _Group, member_id: str, tid: uuid.UUID, index: int, batches: list[tuple[int, int, list[int]]]
@@ -390,7 +341,9 @@ class ShareGroups:
             part = topic.partitions[index]
             plog = part.log
             sp.expire_locks(now_ms, limit)
-            hwm = plog.high_watermark
+            # read_committed: nothing at or past the last stable offset (open transactions).
+            committed = self.config(g.group_id, "share.isolation.level") == "read_committed"
+            hwm = plog.last_stable_offset if committed else plog.high_watermark
             batch_end = None
             if mode == 0 and sp.next_offset < hwm:
                 # Batch-optimized: new records are acquired to the end of the batch holding the last one.
@@ -402,8 +355,10 @@ class ShareGroups:
                 max_records=max_records,
                 now_ms=now_ms,
                 lock_ms=lock_ms,
-                max_in_flight=MAX_IN_FLIGHT,
+                max_in_flight=self._int_config(g.group_id, "share.partition.max.record.locks"),
                 batch_end=batch_end,
+                # Records of aborted transactions are archived, never delivered (as Kafka).
+                aborted=aborted_ranges(plog, sp.next_offset, hwm) if committed else (),
             )
             if not ranges:
                 continue
@@ -506,15 +461,21 @@ def register_share_handlers(registry: HandlerRegistry, state: ClusterState) -> N
 
     async def heartbeat(ctx: RequestContext, req: Request) -> Response:
         assert isinstance(req, ShareGroupHeartbeatRequest)
-        return sg.heartbeat(req, time.monotonic())
+        resp = sg.heartbeat(req, time.monotonic())
+        sg.persist(req.group_id)  # members that timed out released their records
+        return resp
 
     async def share_fetch(ctx: RequestContext, req: Request) -> Response:
         assert isinstance(req, ShareFetchRequest)
-        return await sg.share_fetch(ctx, req)
+        resp = await sg.share_fetch(ctx, req)
+        sg.persist(req.group_id)
+        return resp
 
     async def share_acknowledge(ctx: RequestContext, req: Request) -> Response:
         assert isinstance(req, ShareAcknowledgeRequest)
-        return await sg.share_acknowledge(ctx, req)
+        resp = await sg.share_acknowledge(ctx, req)
+        sg.persist(req.group_id)
+        return resp
 
     registry.register(ShareGroupHeartbeatRequest.API_KEY, heartbeat, 1, 1)
     registry.register(ShareFetchRequest.API_KEY, share_fetch, 1, 2)

@@ -293,6 +293,10 @@ async def describe_configs(ctx: RequestContext, req: Request) -> Response:
                 ]
         elif r.resource_type == RESOURCE_BROKER_LOGGER:
             entries = []
+        elif r.resource_type == RESOURCE_GROUP:
+            _describe_group_configs(state, res, keys, v, req.include_synonyms, req.include_documentation)
+            results.append(res)
+            continue
         else:
             res.error_code = InvalidRequestError.code
             res.error_message = f"unsupported resource type {r.resource_type}"
@@ -303,6 +307,42 @@ async def describe_configs(ctx: RequestContext, req: Request) -> Response:
         ]
         results.append(res)
     return DescribeConfigsResponse(results=results)
+
+
+def _describe_group_configs(
+    state: ClusterState,
+    res: DescribeConfigsResponse.DescribeConfigsResult,
+    keys: set[str] | None,
+    v: int,
+    synonyms: bool,
+    docs: bool,
+) -> None:
+    """A GROUP resource: every group config (Kafka lists them whether or not the group exists)."""
+    from aiokafka_lite.broker.group_configs import group_config_entries
+
+    if not res.resource_name:
+        res.error_code = InvalidRequestError.code
+        res.error_message = "Group name must not be empty"
+        return
+    res.configs = [
+        DescribeConfigsResponse.DescribeConfigsResourceResult(
+            name=e.name,
+            value=e.value,
+            read_only=False,
+            config_source=e.source,
+            is_sensitive=False,
+            config_type=e.type,
+            documentation=e.doc if docs and v >= 3 else None,
+            synonyms=[
+                DescribeConfigsResponse.DescribeConfigsSynonym(name=n, value=val, source=src)
+                for n, val, src in e.synonyms
+            ]
+            if synonyms and v >= 1
+            else [],
+        )
+        for e in group_config_entries(state.group_configs.get(res.resource_name, {}), state.config.extra)
+        if keys is None or e.name in keys
+    ]
 
 
 def _alter(
@@ -337,10 +377,12 @@ def _alter(
     elif resource_type == RESOURCE_BROKER_LOGGER:
         return
     elif resource_type == RESOURCE_GROUP:
-        from aiokafka_lite.broker.share_groups import validate_group_config
+        from aiokafka_lite.broker.group_configs import validate_group_config
 
+        if not resource_name:
+            raise InvalidRequestError("Default group resources are not allowed.")
         for k, val in changes.items():
-            problem = validate_group_config(k, val)
+            problem = validate_group_config(k, val, state.config.extra)
             if problem is not None:
                 raise InvalidConfigError(problem)
         if validate_only:
