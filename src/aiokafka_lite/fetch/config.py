@@ -108,9 +108,15 @@ class ConsumerConfig(Options):
     )
     group_protocol: str = option(
         "classic",
-        "Group protocol: 'classic' (JoinGroup/SyncGroup), the only one implemented. 'consumer' "
-        "(KIP-848) is recognised and rejected with ConfigError when the consumer joins.",
+        "Group protocol: 'classic' (JoinGroup/SyncGroup, client-side assignors) or 'consumer' "
+        "(KIP-848: the broker assigns, members reconcile incrementally through ConsumerGroupHeartbeat; "
+        "Kafka 4.0+). See docs/guide/consumer-protocol.md.",
         one_of("classic", "consumer"),
+    )
+    group_remote_assignor: str | None = option(
+        None,
+        "group_protocol='consumer' only: the broker-side assignor ('uniform' or 'range' on Apache Kafka); "
+        "None uses the broker's default (group.consumer.assignors).",
     )
 
     def validate(self) -> None:
@@ -129,6 +135,11 @@ class ConsumerConfig(Options):
             value = getattr(self, name)
             if value is not None and not callable(value):
                 raise ConfigError(f"{name}: must be callable")
+        if self.group_remote_assignor is not None:
+            if self.group_protocol != "consumer":
+                raise ConfigError("group_remote_assignor needs group_protocol='consumer'")
+            if not self.group_remote_assignor:
+                raise ConfigError("group_remote_assignor must not be empty (None: the broker's default)")
         if isinstance(self.partition_assignment_strategy, str) or not self.partition_assignment_strategy:
             raise ConfigError("partition_assignment_strategy: must be a non-empty sequence")
 

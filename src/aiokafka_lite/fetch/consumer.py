@@ -194,7 +194,12 @@ class Consumer:
                 raise E.ConfigError(
                     f"group_id needs aiokafka_lite.groups, which cannot be imported: {exc}"
                 ) from exc
-            self._coordinator = GroupCoordinator(self._client, self._sub, cfg)
+            if cfg.group_protocol == "consumer":
+                from aiokafka_lite.groups.consumer_coordinator import ConsumerGroupCoordinator
+
+                self._coordinator = ConsumerGroupCoordinator(self._client, self._sub, cfg)
+            else:
+                self._coordinator = GroupCoordinator(self._client, self._sub, cfg)
         coordinator = self._coordinator
         self._fetcher = Fetcher(
             self._client,

@@ -152,25 +152,12 @@ class GroupCoordinator:
     ) -> None:
         self._client = client
         self._sub = subscription
-        settings = config if isinstance(config, GroupSettings) else GroupSettings.from_config(config)
-        if not hasattr(config, "retry_backoff_ms"):
-            # Consumer configs leave backoffs to the client's configuration.
-            client_config = getattr(client, "config", None)
-            backoff = getattr(client_config, "retry_backoff_ms", None)
-            backoff_max = getattr(client_config, "retry_backoff_max_ms", None)
-            if isinstance(backoff, int | float) and isinstance(backoff_max, int | float):
-                settings = dataclasses.replace(
-                    settings,
-                    retry_backoff_ms=int(backoff),
-                    retry_backoff_max_ms=int(max(backoff, backoff_max)),
-                )
-        self._settings = settings
         self._clock = clock
         self._listener = listener
         self._internal_listeners: list[object] = []
         self._api_timeout_ms = float(getattr(config, "default_api_timeout_ms", None) or 60000)
+        self._init_membership(config)
         self._retry_backoff_ms = float(self._settings.retry_backoff_ms)
-        self._m = Membership(self._settings, now=self._now())
 
         self._wake = asyncio.Event()
         self._hb_wake = asyncio.Event()
@@ -186,6 +173,12 @@ class GroupCoordinator:
         self._crash: BaseException | None = None
         self._seen_subscription = (-1, False)
         self._frozen: set[TopicPartition] = set()
+
+    def _init_membership(self, config: Any) -> None:
+        """Settings and state machine (the consumer-protocol driver overrides this)."""
+        settings = config if isinstance(config, GroupSettings) else GroupSettings.from_config(config)
+        self._settings = _client_backoffs(settings, config, self._client)
+        self._m = Membership(self._settings, now=self._now())
 
     # ------------------------------------------------------------------ introspection
     @property
@@ -941,6 +934,25 @@ class GroupCoordinator:
             if offset >= 0:
                 result[tp] = OffsetAndMetadata(offset, metadata or "", None if epoch < 0 else epoch)
         return result, first_error
+
+
+SettingsT = TypeVar("SettingsT")
+
+
+def _client_backoffs(settings: SettingsT, config: Any, client: object) -> SettingsT:
+    """Consumer configs leave backoffs to the client's configuration: copy them in."""
+    if hasattr(config, "retry_backoff_ms"):
+        return settings
+    client_config = getattr(client, "config", None)
+    backoff = getattr(client_config, "retry_backoff_ms", None)
+    backoff_max = getattr(client_config, "retry_backoff_max_ms", None)
+    if isinstance(backoff, int | float) and isinstance(backoff_max, int | float):
+        return dataclasses.replace(  # type: ignore[type-var]
+            settings,
+            retry_backoff_ms=int(backoff),
+            retry_backoff_max_ms=int(max(backoff, backoff_max)),
+        )
+    return settings
 
 
 def _first_commit_error(resp: OffsetCommitResponse) -> int:

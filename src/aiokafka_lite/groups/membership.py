@@ -183,7 +183,10 @@ class GroupSettings:
             raise ConfigError("a group coordinator needs a group_id")
         protocol = getattr(config, "group_protocol", "classic")
         if protocol != "classic":
-            raise ConfigError(f"group_protocol={protocol!r} is not supported; use 'classic'")
+            raise ConfigError(
+                f"group_protocol={protocol!r}: GroupCoordinator drives the classic protocol; the consumer "
+                "protocol is driven by groups.consumer_coordinator.ConsumerGroupCoordinator"
+            )
 
         def get(name: str, default: Any) -> Any:
             value = getattr(config, name, default)

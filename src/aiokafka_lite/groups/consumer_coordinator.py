@@ -1,0 +1,336 @@
+"""``ConsumerGroupCoordinator``: the async driver of ``consumer_membership.ConsumerMembership``
+(the next-generation consumer group protocol, KIP-848), for ``group_protocol="consumer"``.
+
+It is a ``GroupCoordinator`` for everything the consumer, ``OrderedWorkers`` and
+``TransactSession`` see (``poll``, ``commit``, ``fetch_committed``, listeners,
+``group_metadata``); only the membership differs. Two tasks:
+
+* the *main loop* asks the machine for work (``tick``) and executes it in order:
+  coordinator lookup, reconciliations (pause, commit, revoke listener, remove; then add
+  and assign listener), metadata for topic ids not known yet, auto-commits, leaving;
+* the *heartbeat loop* sends ``ConsumerGroupHeartbeat`` at the interval the broker
+  gives, also while listener callbacks run, and feeds the answers back.
+
+Offset commits carry the member epoch (OffsetCommit v9+); a commit answered
+STALE_MEMBER_EPOCH is retried with the epoch the next heartbeat brings, until the
+commit's deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from aiokafka_lite.errors import (
+    BrokerResponseError,
+    CommitFailedError,
+    ConfigError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    error_for,
+)
+from aiokafka_lite.fetch.subscription import OffsetAndMetadata, SubscriptionType
+from aiokafka_lite.groups.consumer_membership import (
+    ConsumerAction,
+    ConsumerGroupSettings,
+    ConsumerMembership,
+    ConsumerMemberState,
+    Continue,
+    ResolveTopics,
+    SendLeaveHeartbeat,
+    re2_pattern_of,
+)
+from aiokafka_lite.groups.coordinator import (
+    _COORDINATOR_LOADING,
+    _COORDINATOR_MOVED,
+    _REQUEST_TIMED_OUT,
+    ConsumerGroupMetadata,
+    GroupCoordinator,
+    _client_backoffs,
+    _first_commit_error,
+)
+from aiokafka_lite.groups.membership import Action, AddPartitions
+from aiokafka_lite.net.client import Lane
+from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.wire.messages import ConsumerGroupHeartbeatResponse
+
+__all__ = ["ConsumerGroupCoordinator"]
+
+log = logging.getLogger(__name__)
+
+_STALE_MEMBER_EPOCH = 113
+# Commit answers that end the commit with CommitFailedError (or the fatal error).
+_MEMBER_ERRORS = (22, 25, 27, 82, 110)  # ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS,
+# FENCED_INSTANCE_ID, FENCED_MEMBER_EPOCH
+
+
+class ConsumerGroupCoordinator(GroupCoordinator):
+    """Membership of ``config.group_id`` with the consumer group protocol (KIP-848)."""
+
+    _m: ConsumerMembership  # type: ignore[assignment]
+    _settings: ConsumerGroupSettings  # type: ignore[assignment]
+
+    def _init_membership(self, config: Any) -> None:
+        settings = (
+            config if isinstance(config, ConsumerGroupSettings) else ConsumerGroupSettings.from_config(config)
+        )
+        self._settings = _client_backoffs(settings, config, self._client)
+        self._m = ConsumerMembership(self._settings, now=self._now())
+        self._seen_consumer_subscription: tuple[int, SubscriptionType, str | None] | None = None
+
+    # ------------------------------------------------------------------ introspection
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """For ``send_offsets_to_transaction``: the member epoch stands for the generation
+        (TxnOffsetCommit checks it as OffsetCommit does)."""
+        return ConsumerGroupMetadata(
+            group_id=self._settings.group_id,
+            generation_id=self._m.epoch,
+            member_id=self._m.member_id,
+            group_instance_id=self._settings.group_instance_id,
+        )
+
+    @property
+    def member_epoch(self) -> int:
+        return self._m.epoch
+
+    # ------------------------------------------------------------------ application side
+    async def poll(self) -> None:
+        await super().poll()
+        reported, self._m.reported = self._m.reported, None
+        if reported is not None:
+            raise reported
+
+    def _sync_subscription(self) -> bool:
+        sub = self._sub
+        regex: str | None = None
+        if sub.subscription_type is SubscriptionType.PATTERN and sub.pattern is not None:
+            try:
+                if sub.exclude_pattern is not None:
+                    raise ConfigError(
+                        "exclude= cannot be used with group_protocol='consumer': the broker matches the "
+                        "pattern (RE2/J); write the exclusion into the pattern, e.g. (?!...) is not "
+                        "available either, so list the topics or use the classic protocol"
+                    )
+                regex = re2_pattern_of(sub.pattern)
+            except ConfigError as exc:
+                if self._m.fatal is None:
+                    self._m.fail(exc)
+                    self._wake.set()
+                return False
+        # Pattern matches found in the client's metadata do not matter here (the broker
+        # matches), so the version only counts for topic subscriptions.
+        version = sub.subscription_version if regex is None else 0
+        seen = (version, sub.subscription_type, regex)
+        if seen == self._seen_consumer_subscription:
+            return False
+        self._seen_consumer_subscription = seen
+        topics = sub.subscribed_topics if regex is None else ()
+        if sub.subscription_type is SubscriptionType.TOPICS:
+            self._m.forget({tp for tp in self._m.owned if tp.topic not in sub.subscribed_topics})
+        self._m.update_subscription(topics, regex, sub.is_subscribed, self._now())
+        self._hb_wake.set()
+        return True
+
+    def on_state_changed(self) -> None:
+        sub = self._sub
+        current = self._seen_consumer_subscription
+        if (
+            current is None
+            or current[1] is not sub.subscription_type
+            or (sub.subscription_type is SubscriptionType.TOPICS and current[0] != sub.subscription_version)
+        ):
+            self._wake.set()
+
+    # ------------------------------------------------------------------ main loop
+    def _resolve(self, topic_id: uuid.UUID) -> str | None:
+        try:
+            name: str | None = self._client.cluster.topic_name(topic_id)
+        except Exception:  # no metadata yet
+            return None
+        return name
+
+    async def _main_loop(self) -> None:
+        m = self._m
+        try:
+            while not self._closing:
+                self._wake.clear()
+                self._sync_subscription()
+                now = self._now()
+                actions = m.tick(now, self._resolve)
+                if actions:
+                    await self._execute(actions)  # type: ignore[arg-type]
+                    self._hb_wake.set()
+                    continue
+                if m.state is ConsumerMemberState.FAILED:
+                    self._app_idle.set()
+                    return
+                self._hb_wake.set()
+                deadline = m.next_deadline(now)
+                wait_ms = float(m.heartbeat_interval_ms or 1000)
+                if deadline is not None:
+                    wait_ms = min(wait_ms, max(deadline - now, 0.0))
+                try:
+                    await asyncio.wait_for(self._wake.wait(), wait_ms / 1000)
+                except TimeoutError:
+                    pass
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            log.exception("group %s: coordinator loop crashed", self.group_id)
+            self._crash = (
+                exc if isinstance(exc, KafkaError) else KafkaError(f"group coordinator crashed: {exc!r}")
+            )
+            self._app_idle.set()
+            raise
+
+    async def _do(self, action: Action) -> list[Action]:
+        act: ConsumerAction | Action = action
+        m = self._m
+        if isinstance(act, Continue):
+            return m.resume(act.attempt, act.step, self._now())  # type: ignore[return-value]
+        if isinstance(act, ResolveTopics):
+            await self._resolve_topics(act)
+            return []
+        if isinstance(act, SendLeaveHeartbeat):
+            await self._send_leave(act)
+            return []
+        if isinstance(act, AddPartitions):
+            # Topics assigned through a regex are not tracked by the consumer: keep their
+            # metadata (leaders) fresh.
+            self._client.track_topics({tp.topic for tp in act.partitions})  # type: ignore[attr-defined]
+        return await super()._do(action)
+
+    async def _resolve_topics(self, action: ResolveTopics) -> None:
+        log.info(
+            "group %s: assignment names topic ids unknown to the metadata (%s); refreshing it",
+            self.group_id,
+            ", ".join(str(t) for t in sorted(action.topic_ids, key=str)),
+        )
+        try:
+            await self._io(self._client.refresh_metadata(all_topics=True))  # type: ignore[call-arg]
+        except asyncio.CancelledError:
+            if self._interrupted_by_close():
+                return
+            raise
+        except KafkaError as exc:
+            log.info("group %s: metadata refresh failed (%r)", self.group_id, exc)
+
+    async def _send_leave(self, action: SendLeaveHeartbeat) -> None:
+        m = self._m
+        node = m.coordinator
+        req = m.leave_request(action.attempt)
+        if req is None:
+            return
+        try:
+            if node is None:
+                log.info("group %s: coordinator unknown, leaving without telling it", self.group_id)
+                return
+            resp = await self._client.send(req, node_id=node, timeout_ms=5000, lane=Lane.COORDINATOR)
+        except asyncio.CancelledError:
+            raise
+        except KafkaError as exc:
+            log.info("group %s: leave heartbeat failed (ignored): %r", self.group_id, exc)
+            return
+        finally:
+            m.left(action.attempt)
+        if isinstance(resp, ConsumerGroupHeartbeatResponse) and resp.error_code:
+            log.info("group %s: leave heartbeat answered %s", self.group_id, error_for(resp.error_code).name)
+        else:
+            log.info(
+                "group %s: member %s left the group (epoch %d)",
+                self.group_id,
+                req.member_id,
+                req.member_epoch,
+            )
+
+    # ------------------------------------------------------------------ heartbeats
+    async def _heartbeat_loop(self) -> None:
+        m = self._m
+        while not self._closed:
+            self._hb_wake.clear()
+            now = self._now()
+            req = m.heartbeat_request(now)
+            if req is None:
+                if m.coordinator is None:
+                    self._wake.set()
+                delay = m.time_to_heartbeat(now)
+                try:
+                    await asyncio.wait_for(
+                        self._hb_wake.wait(), None if delay is None else max(delay, 1.0) / 1000
+                    )
+                except TimeoutError:
+                    pass
+                continue
+            node = m.coordinator
+            try:
+                resp = await self._client.send(
+                    req, node_id=node, timeout_ms=self._heartbeat_timeout_ms(), lane=Lane.COORDINATOR
+                )
+            except asyncio.CancelledError:
+                raise
+            except KafkaError as exc:
+                if m.heartbeat_failed(exc, self._now()):
+                    self._client.invalidate_coordinator(self.group_id)
+                    self._wake.set()
+                continue
+            assert isinstance(resp, ConsumerGroupHeartbeatResponse)
+            if m.heartbeat_response(resp, self._now()):
+                if m.coordinator is None:
+                    self._client.invalidate_coordinator(self.group_id)
+                self._wake.set()
+
+    def _heartbeat_timeout_ms(self) -> float:
+        request_timeout = getattr(getattr(self._client, "config", None), "request_timeout_ms", None)
+        return float(request_timeout) if isinstance(request_timeout, int | float) else 30000.0
+
+    # ------------------------------------------------------------------ offsets
+    async def _commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata], timeout_ms: float) -> None:
+        deadline = self._now() + timeout_ms
+        attempt = 0
+        while True:
+            ident = self._m.commit_identity()
+            if ident is None:
+                raise CommitFailedError(
+                    "cannot commit: this member has no active member epoch (it is joining, was fenced or "
+                    "left the group); its partitions may have been reassigned"
+                )
+            epoch, member_id, instance_id = ident
+            try:
+                node = await self._coordinator_node(deadline)
+                resp = await self._send_commit(node, offsets, epoch, member_id, instance_id, deadline)
+                code = _first_commit_error(resp)
+            except (KafkaConnectionError, KafkaTimeoutError) as exc:
+                self._coordinator_unreachable()
+                err: KafkaError = exc
+            except BrokerResponseError as exc:
+                err = exc
+                if not exc.retriable:
+                    raise
+            else:
+                if code == 0:
+                    return
+                failure = self._m.commit_failed(epoch, code, self._now())
+                self._hb_wake.set()
+                if code in _MEMBER_ERRORS:
+                    self._wake.set()
+                    raise failure
+                err = failure
+                if code in _COORDINATOR_MOVED:
+                    self._client.invalidate_coordinator(self.group_id)
+                    self._wake.set()
+                elif code not in (_COORDINATOR_LOADING, _REQUEST_TIMED_OUT, _STALE_MEMBER_EPOCH):
+                    if not err.retriable:
+                        raise err
+            delay = min(self._retry_backoff_ms * (2**attempt), 1000.0)
+            attempt += 1
+            if self._now() + delay >= deadline or self._closed:
+                if isinstance(err, BrokerResponseError) and err.code == _STALE_MEMBER_EPOCH:
+                    raise CommitFailedError(
+                        "offset commit rejected: the member epoch stayed stale until the commit timed out"
+                    ) from err
+                raise err
+            await asyncio.sleep(delay / 1000)
