@@ -136,3 +136,101 @@ def by_partition(records: list[Record]) -> dict[int, list[bytes]]:
     for r in records:
         out.setdefault(r.partition, []).append(r.value)
     return out
+
+
+async def committed(bootstrap: str, group: str, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+    """The group's committed offsets (-1 where none)."""
+    async with Admin(bootstrap) as admin:
+        found = await admin.list_group_offsets(group, tps)
+        return {tp: (found[tp].offset if tp in found and found[tp].error is None else -1) for tp in tps}
+
+
+class SourceWriter:
+    """Keeps producing numbered records to every partition of a topic in the background
+    (``start()``/``stop()``), so that a mirror killed "mid-stream" really is."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int, *, per_round: int = 20) -> None:
+        self.bootstrap, self.topic, self.partitions, self.per_round = bootstrap, topic, partitions, per_round
+        self.written = 0  # per partition
+        self._task: asyncio.Task[None] | None = None
+        self._stop = asyncio.Event()
+
+    def start(self) -> None:
+        self._task = asyncio.ensure_future(self._run())
+
+    async def _run(self) -> None:
+        async with Producer(self.bootstrap, linger_ms=1) as producer:
+            while not self._stop.is_set():
+                futures = [
+                    await producer.enqueue(
+                        self.topic, record_value(self.topic, p, i), f"k{i}".encode(), partition=p
+                    )
+                    for i in range(self.written, self.written + self.per_round)
+                    for p in range(self.partitions)
+                ]
+                await producer.wait_all(futures)
+                self.written += self.per_round
+                await asyncio.sleep(0.02)
+
+    async def stop(self) -> int:
+        """Stops; returns how many records each partition got."""
+        self._stop.set()
+        assert self._task is not None
+        await self._task
+        return self.written
+
+    def expected(self) -> dict[int, list[bytes]]:
+        return {
+            p: [record_value(self.topic, p, i) for i in range(self.written)] for p in range(self.partitions)
+        }
+
+
+class MirrorProcess:
+    """``aiokafka-lite mirror`` in a subprocess (stderr to a file, so it never blocks)."""
+
+    def __init__(self, source: str, target: str, *args: str, log_dir: Any) -> None:
+        self.argv = ["-m", "aiokafka_lite.cli", "mirror", "--source", source, "--target", target, *args]
+        self.log_path = log_dir / f"mirror-{id(self)}.log"
+        self.proc: asyncio.subprocess.Process | None = None
+
+    async def start(self) -> MirrorProcess:
+        import sys
+
+        self._log = self.log_path.open("wb")
+        self.proc = await asyncio.create_subprocess_exec(
+            sys.executable, *self.argv, stdout=self._log, stderr=self._log
+        )
+        return self
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    async def wait(self, timeout_s: float = 60) -> int:
+        assert self.proc is not None
+        try:
+            async with asyncio.timeout(timeout_s):
+                code = await self.proc.wait()
+        except TimeoutError:
+            self.proc.kill()
+            await self.proc.wait()
+            raise AssertionError(
+                f"the mirror process did not exit within {timeout_s}s:\n{self.log()}"
+            ) from None
+        finally:
+            if self.proc.returncode is not None:
+                self._log.close()
+        return code
+
+    async def interrupt(self) -> int:
+        """Ctrl-C; returns the exit code."""
+        import signal
+
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGINT)
+        return await self.wait()
+
+    async def kill(self) -> None:
+        """A crash: SIGKILL, no chance to flush, commit or leave the group."""
+        assert self.proc is not None
+        self.proc.kill()
+        await self.wait()

@@ -11,6 +11,7 @@ from aiokafka_lite import __version__
 from aiokafka_lite.cli import groups, topics
 from aiokafka_lite.cli.broker import broker
 from aiokafka_lite.cli.consume import consume
+from aiokafka_lite.cli.mirror import mirror
 from aiokafka_lite.cli.offsets import offsets
 from aiokafka_lite.cli.produce import produce
 
@@ -31,6 +32,7 @@ app.command("broker")(broker)
 app.command("produce")(produce)
 app.command("consume")(consume)
 app.command("offsets")(offsets)
+app.command("mirror")(mirror)
 
 
 def _version(value: bool) -> None:

@@ -85,6 +85,8 @@ class _Partition:
     #: Chunks handed to the producer, not yet acknowledged (at-least-once):
     #: ``(next source offset, records, bytes, future of the chunk's last record)``.
     pending: collections.deque[tuple[int, int, int, RecordFuture]] = field(default_factory=collections.deque)
+    #: Next source offset handed to the producer.
+    read: int | None = None
     #: Next source offset durable on the target (acknowledged / committed in a transaction).
     durable: int | None = None
     #: Next source offset committed to the position store (source group / target group).
@@ -410,6 +412,7 @@ class Mirror:
                 next_offset = r.offset + 1
         finally:
             if n:
+                part.read = next_offset
                 if self.exactly_once:
                     if part.txn_first is None:
                         part.txn_first = records[0].offset
@@ -524,6 +527,7 @@ class Mirror:
         for p in self._parts.values():
             if p.txn_first is not None:
                 consumer.seek(p.source, p.txn_first)
+                p.read = p.txn_first
             p.txn_next = p.txn_first = None
             p.txn_records = p.txn_bytes = 0
 
@@ -598,7 +602,7 @@ class Mirror:
             got = found.get(key)
             if got is None or got.error is not None or got.offset < 0:
                 continue  # never copied: auto_offset_reset decides
-            part.durable = part.committed = got.offset
+            part.read = part.durable = part.committed = got.offset
             consumer.seek(part.source, got.offset)
 
     async def _on_revoked(self, revoked: set[TopicPartition]) -> None:
@@ -656,6 +660,7 @@ class Mirror:
                 source=tp,
                 target=TopicPartition(p.target.name, tp.partition if same else -1),
                 position=p.durable,
+                read=p.read,
                 high_watermark=hw,
                 records=p.records,
                 bytes=p.bytes,

@@ -59,6 +59,9 @@ class PartitionStats:
     source: TopicPartition
     target: TopicPartition
     position: int | None = None
+    #: Next source offset handed to the target producer (ahead of ``position`` while
+    #: records are in flight or in the open transaction).
+    read: int | None = None
     high_watermark: int | None = None
     records: int = 0
     bytes: int = 0
@@ -104,6 +107,7 @@ class MirrorStats:
                 f"{tp.topic}:{tp.partition}": {
                     "target": f"{p.target.topic}:{p.target.partition}",
                     "position": p.position,
+                    "read": p.read,
                     "high_watermark": p.high_watermark,
                     "lag": p.lag,
                     "records": p.records,
