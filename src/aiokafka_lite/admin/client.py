@@ -42,9 +42,11 @@ from aiokafka_lite.admin.types import (
     TopicDescription,
     TopicListing,
 )
+from aiokafka_lite.health import Health, build_health
 from aiokafka_lite.net.client import Client, backoff_delay
 from aiokafka_lite.net.config import ClientConfig
 from aiokafka_lite.net.metadata import BrokerInfo, CoordinatorType
+from aiokafka_lite.observability import track
 from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.message import Request, Response
 from aiokafka_lite.wire.messages import (
@@ -135,17 +137,40 @@ class Admin:
                 options.setdefault("allow_auto_topic_creation", False)
             self._client = Client(bootstrap_servers, config=config, **options)
             self._owns_client = True
+        self._started = False
+        self._closed = False
+        track(self)
 
     @property
     def client(self) -> Client:
         return self._client
 
+    @property
+    def closed(self) -> bool:
+        return self._closed or self._client.closed
+
     async def start(self) -> None:
         await self._client.start()
+        self._started = True
 
     async def close(self) -> None:
+        self._closed = True
         if self._owns_client:
             await self._client.close()
+
+    def metrics(self) -> dict[str, Any]:
+        """The client's metrics (per broker counters, retries, errors)."""
+        return {"client": self._client.metrics()}
+
+    def health(self) -> Health:
+        """Readiness summary (rules in ``aiokafka_lite.health``): started and a broker reachable."""
+        return build_health(
+            "admin",
+            self._client.metrics(),
+            self._client.config.client_id,
+            started=self._started,
+            closed=self.closed,
+        )
 
     async def __aenter__(self) -> Admin:
         await self.start()

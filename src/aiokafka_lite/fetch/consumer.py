@@ -143,6 +143,9 @@ class Consumer:
         self._cur_st: PartitionState | None = None
         self._states = self._sub.states()
         self._missing_topics: set[str] = set()  # reported missing (warned once each)
+        #: Records handed to the application per topic (the current chunk not included).
+        self._delivered_by_topic: dict[str, int] = {}
+        track(self)
 
     def __repr__(self) -> str:
         state = (
@@ -428,7 +431,17 @@ class Consumer:
             if st is None or st.paused:
                 self._park_chunk()
 
+    def _count_delivered(self, out: dict[TopicPartition, list[Record]]) -> None:
+        by_topic = self._delivered_by_topic
+        for tp, recs in out.items():
+            by_topic[tp.topic] = by_topic.get(tp.topic, 0) + len(recs)
+
     def _drop_chunk(self) -> None:
+        # Records handed out one by one are counted per chunk, here (not per record).
+        cf = self._cur_cf
+        if cf is not None and self._idx:
+            by_topic = self._delivered_by_topic
+            by_topic[cf.tp.topic] = by_topic.get(cf.tp.topic, 0) + self._idx
         self._recs = _EMPTY
         self._idx = 0
         self._cur_cf = None
@@ -785,9 +798,11 @@ class Consumer:
                     n += len(recs)
             except E.KafkaError:
                 if out:
+                    self._count_delivered(out)
                     return out  # the error surfaces on the next call
                 raise
             if out:
+                self._count_delivered(out)
                 return out
             remaining = deadline - loop.time()
             if remaining <= 0:
@@ -797,10 +812,61 @@ class Consumer:
                     await ready.wait()
 
     # ------------------------------------------------------------------ misc
+    def delivered_by_topic(self) -> dict[str, int]:
+        """Records handed to the application so far, per topic."""
+        out = dict(self._delivered_by_topic)
+        cf = self._cur_cf
+        if cf is not None and self._idx:
+            out[cf.tp.topic] = out.get(cf.tp.topic, 0) + self._idx
+        return out
+
+    def partition_lag(self) -> dict[TopicPartition, int]:
+        """Per assigned partition with a known position and end: records not consumed yet,
+        up to the high watermark (read_committed: the last stable offset), as Java's
+        ``records-lag``."""
+        committed = self.config.read_committed
+        out: dict[TopicPartition, int] = {}
+        for tp, st in self._states.items():
+            end = st.last_stable_offset if committed else st.high_watermark
+            if st.position is not None and end >= 0:
+                out[tp] = max(end - st.position, 0)
+        return out
+
     def metrics(self) -> dict[str, Any]:
-        """Buffer and session counters plus the client's metrics."""
+        """Buffer, session, delivery, lag and group counters plus the client's metrics.
+
+        ``records_consumed`` counts records handed to the application; ``bytes_fetched``
+        counts record-batch bytes received from brokers (also those later dropped by a seek).
+        ``partitions`` lists each assigned partition's position, end and lag (None until
+        known); ``group`` is None without a group_id."""
         fetcher = self._fetcher
-        out: dict[str, Any] = {"client": self._client.metrics()}
+        delivered = self.delivered_by_topic()
+        lag = self.partition_lag()
+        committed = self.config.read_committed
+        partitions = []
+        for tp, st in sorted(self._states.items()):
+            end = st.last_stable_offset if committed else st.high_watermark
+            partitions.append(
+                {
+                    "topic": tp.topic,
+                    "partition": tp.partition,
+                    "position": st.position,
+                    "end_offset": end if end >= 0 else None,
+                    "lag": lag.get(tp),
+                }
+            )
+        fetched = dict(sorted(fetcher.bytes_by_topic.items())) if fetcher is not None else {}
+        out: dict[str, Any] = {
+            "client": self._client.metrics(),
+            "records_consumed": sum(delivered.values()),
+            "consumed_by_topic": dict(sorted(delivered.items())),
+            "bytes_fetched": sum(fetched.values()),
+            "fetched_bytes_by_topic": fetched,
+            "assigned_partitions": len(self._states),
+            "partitions": partitions,
+            "records_lag_max": max(lag.values(), default=None),
+            "group": self._group_metrics(),
+        }
         if fetcher is not None:
             out["buffered_bytes"] = fetcher.buffer.buffered_bytes
             out["fetch_sessions"] = {
@@ -813,4 +879,52 @@ class Consumer:
                 }
                 for node, s in fetcher.sessions.items()
             }
+        return out
+
+    def health(self) -> Health:
+        """Readiness summary (rules in ``aiokafka_lite.health``): started, a broker
+        reachable, and with a group_id a stable member without a fatal error. ``lag`` is
+        the total over the assigned partitions whose lag is known."""
+        coordinator = self._coordinator
+        membership = coordinator.membership if coordinator is not None else None
+        group_id = self.config.group_id
+        group_state: str | None = None
+        if group_id is not None:
+            group_state = membership.state.value if membership is not None else "unjoined"
+        lag = self.partition_lag()
+        return build_health(
+            "consumer",
+            self._client.metrics(),
+            self._client.config.client_id,
+            started=self._started,
+            closed=self._closing,
+            fatal=membership.fatal if membership is not None else None,
+            group_id=group_id,
+            group_state=group_state,
+            assigned=frozenset(self._states),
+            lag=sum(lag.values()) if lag else None,
+        )
+
+    def _group_metrics(self) -> dict[str, Any] | None:
+        coordinator = self._coordinator
+        if coordinator is None:
+            return None
+        from aiokafka_lite.groups.membership import Membership
+
+        m = coordinator.membership
+        out: dict[str, Any] = {
+            "group_id": coordinator.group_id,
+            "protocol": self.config.group_protocol,
+            "state": m.state.value,
+            # the classic protocol's generation; the consumer protocol's member epoch
+            "generation": getattr(m, "generation", getattr(m, "epoch", -1)),
+            "member_id": m.member_id,
+            "coordinator": m.coordinator,
+        }
+        if isinstance(m, Membership):  # rebalances are counted for the classic protocol
+            last = m.last_rebalance_ms
+            out["rebalances"] = m.rebalances
+            out["rebalancing"] = m.rebalance_started is not None
+            out["rebalance_seconds_total"] = m.rebalance_ms_total / 1000
+            out["last_rebalance_seconds"] = None if last is None else last / 1000
         return out

@@ -105,6 +105,8 @@ class Fetcher:
         self._refresh_topics: set[str] = set()
         self._closed = False
         self._started = False
+        #: Record-batch bytes received per topic (counted per partition in a response).
+        self.bytes_by_topic: dict[str, int] = {}
         subscription.add_listener(self)
 
     # ------------------------------------------------------------------ lifecycle
@@ -375,6 +377,8 @@ class Fetcher:
             except E.KafkaError as exc:
                 session.handle_send_error()
                 failures += 1
+                if not self._closed:
+                    client.note_error(exc)
                 log.debug("fetch from node %s failed: %s", node, exc)
                 if exc.retriable:
                     client.request_metadata_refresh()
@@ -402,6 +406,7 @@ class Fetcher:
                 failures += 1
                 if check.error_code:
                     err = E.error_for(check.error_code, f"fetch from node {node}")
+                    client.note_error(err)
                     log.warning("fetch from node %s failed: %s", node, err)
                     if err.invalidates_metadata:
                         client.request_metadata_refresh()
@@ -491,6 +496,8 @@ class Fetcher:
         records = pd.records
         if not records:
             return False
+        by_topic = self.bytes_by_topic
+        by_topic[tp.topic] = by_topic.get(tp.topic, 0) + len(records)
         if copy:
             records = bytes(records)
         aborted = None
@@ -532,6 +539,7 @@ class Fetcher:
         err = E.error_for(
             code, f"fetch {tp.topic}-{tp.partition} at offset {sent.fetch_offset} from node {node}"
         )
+        self._client.note_error(err)
         if code == _OFFSET_OUT_OF_RANGE:
             if st.position == sent.fetch_offset:
                 log.info(

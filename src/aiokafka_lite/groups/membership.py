@@ -379,6 +379,12 @@ class Membership:
         # leader bookkeeping: partition counts the assignment was computed from
         self.is_leader = False
         self.assigned_topic_counts: dict[str, int] = {}
+        # Rebalances (observability): one starts when the member prepares to (re)join and
+        # ends when an assignment is installed; retries in between belong to the same one.
+        self.rebalances = 0
+        self.rebalance_ms_total = 0.0
+        self.last_rebalance_ms: float | None = None
+        self.rebalance_started: float | None = None
 
     # ------------------------------------------------------------------ introspection
     @property
@@ -483,9 +489,11 @@ class Membership:
                 self._next_auto_commit = now + self.settings.auto_commit_interval_ms
                 return [CommitOffsets(None)]
             return []
-        return self._prepare_join()
+        return self._prepare_join(now)
 
-    def _prepare_join(self) -> list[Action]:
+    def _prepare_join(self, now: float) -> list[Action]:
+        if self.rebalance_started is None:
+            self.rebalance_started = now
         self.state = MemberState.PREPARING
         self._attempt += 1
         acts: list[Action] = []
@@ -597,15 +605,15 @@ class Membership:
         if code == MEMBER_ID_REQUIRED:
             # KIP-394: the coordinator gave us an id; join again with it right away.
             self.member_id = resp.member_id
-            return self._rejoin_now()
+            return self._rejoin_now(now)
         if code == UNKNOWN_MEMBER_ID:
             self._reset_generation(reset_member_id=True)
-            return self._rejoin_now()
+            return self._rejoin_now(now)
         if code == ILLEGAL_GENERATION:
             self._reset_generation(reset_member_id=False)
-            return self._rejoin_now()
+            return self._rejoin_now(now)
         if code == REBALANCE_IN_PROGRESS:
-            return self._rejoin_now()
+            return self._rejoin_now(now)
         return self._join_sync_error(code, "JoinGroup", now)
 
     def join_failed(self, attempt: int, exc: BaseException, now: float) -> list[Action]:
@@ -683,13 +691,13 @@ class Membership:
                 return []
             return self._install_assignment(set(assigned_list), now)
         if code == REBALANCE_IN_PROGRESS:
-            return self._rejoin_now()
+            return self._rejoin_now(now)
         if code == UNKNOWN_MEMBER_ID:
             self._reset_generation(reset_member_id=True)
-            return self._rejoin_now()
+            return self._rejoin_now(now)
         if code == ILLEGAL_GENERATION:
             self._reset_generation(reset_member_id=False)
-            return self._rejoin_now()
+            return self._rejoin_now(now)
         return self._join_sync_error(code, "SyncGroup", now)
 
     def sync_failed(self, attempt: int, exc: BaseException, now: float) -> list[Action]:
@@ -699,6 +707,12 @@ class Membership:
 
     def _install_assignment(self, assigned: set[TopicPartition], now: float) -> list[Action]:
         self.state = MemberState.STABLE
+        started = self.rebalance_started
+        if started is not None:
+            self.rebalance_started = None
+            self.rebalances += 1
+            self.last_rebalance_ms = max(now - started, 0.0)
+            self.rebalance_ms_total += self.last_rebalance_ms
         self._reset_backoff()
         self._last_heartbeat_ok = now
         self._next_heartbeat = now + self.settings.heartbeat_interval_ms
@@ -745,11 +759,11 @@ class Membership:
         self._backoff(now)
         return []
 
-    def _rejoin_now(self) -> list[Action]:
+    def _rejoin_now(self, now: float) -> list[Action]:
         """Join again immediately (no backoff: the coordinator told us how to proceed)."""
         self.state = MemberState.UNJOINED
         self.rejoin_needed = True
-        return self._prepare_join() if self.coordinator is not None else []
+        return self._prepare_join(now) if self.coordinator is not None else []
 
     def fail(self, err: KafkaError) -> None:
         """Enter FAILED with ``err`` (the driver hit an error retrying cannot fix)."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -55,7 +56,7 @@ from aiokafka_lite.wire.messages import (
     MetadataResponse,
 )
 
-__all__ = ["Client", "Lane", "parse_bootstrap"]
+__all__ = ["Client", "Lane", "error_type_name", "parse_bootstrap"]
 
 log = logging.getLogger("aiokafka_lite.net.client")
 
@@ -91,6 +92,14 @@ def parse_bootstrap(servers: str | Sequence[str]) -> list[tuple[str, int]]:
     if not out:
         raise E.ConfigError("bootstrap_servers is empty")
     return out
+
+
+def error_type_name(exc: BaseException) -> str:
+    """How metrics and health name an error: a broker error by its protocol name
+    (``NOT_LEADER_OR_FOLLOWER``), anything else by its class (``KafkaConnectionError``)."""
+    if isinstance(exc, E.BrokerResponseError):
+        return exc.name
+    return type(exc).__name__
 
 
 def backoff_delay(attempt: int, base_ms: float, max_ms: float) -> float:
@@ -203,6 +212,14 @@ class Client:
         self._start_lock: asyncio.Lock | None = None
         self._started = False
         self._closed = False
+        #: Retriable failures ``retry`` retried (the producer counts its batch retries itself).
+        self.retries = 0
+        #: Errors seen by this client (failed connects, failed or retried requests, and
+        #: what the producer/consumer report through ``note_error``), by error type name:
+        #: the broker's error name (``NOT_LEADER_OR_FOLLOWER``) or the exception class.
+        self.errors_by_type: dict[str, int] = {}
+        #: The latest of those errors: (wall-clock time, type name, message).
+        self.last_error: tuple[float, str, str] | None = None
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "started" if self._started else "new"
@@ -305,11 +322,30 @@ class Client:
         """Register an object implementing any of the ``aiokafka_lite.net.hooks.Hooks`` methods."""
         self._hooks.add(hooks)
 
+    def broker_address(self, node_id: int) -> tuple[str, int] | None:
+        """``(host, port)`` of a broker (or bootstrap server, negative id) this client knows."""
+        node = self._nodes.get(node_id)
+        return None if node is None else (node.host, node.port)
+
+    def remove_hooks(self, hooks: object) -> None:
+        """Unregister hooks added with ``add_hooks`` (unknown ones are ignored)."""
+        self._hooks.remove(hooks)
+
+    def note_error(self, exc: BaseException, type_name: str | None = None) -> None:
+        """Count ``exc`` under its type name and remember it as the last error (for
+        ``metrics()`` and ``health()``). Called on error paths only."""
+        name = type_name or error_type_name(exc)
+        self.errors_by_type[name] = self.errors_by_type.get(name, 0) + 1
+        self.last_error = (time.time(), name, str(exc))
+
     def metrics(self) -> dict[str, Any]:
         """Snapshot: per-broker counters and latency percentiles (ms), keyed by node id.
 
         Counters cover all of a broker's lanes; ``connected`` is true when any lane is,
-        ``lanes`` maps each lane used so far to whether it is connected now.
+        ``lanes`` maps each lane used so far to whether it is connected now. Negative node
+        ids are bootstrap servers. ``latency_by_api`` holds a cumulative latency histogram
+        (seconds) per API key; ``errors_by_type`` counts errors by type name and
+        ``last_error`` is the latest (wall-clock ``time``).
         """
         brokers = {}
         for node_id, node in sorted(self._nodes.items()):
@@ -317,6 +353,7 @@ class Client:
             snap["host"] = node.host
             snap["port"] = node.port
             snap["connected"] = node.connected
+            snap["connect_failures"] = node.failures  # consecutive; 0 after a successful connect
             snap["lanes"] = {
                 lane.value: slot.conn is not None and slot.conn.ready for lane, slot in node.lanes.items()
             }
@@ -328,6 +365,11 @@ class Client:
             else None,
             "topics_tracked": len(self._topics),
             "coordinators_cached": len(self._coordinators),
+            "retries": self.retries,
+            "errors_by_type": dict(sorted(self.errors_by_type.items())),
+            "last_error": None
+            if self.last_error is None
+            else {"time": self.last_error[0], "type": self.last_error[1], "message": self.last_error[2]},
         }
 
     # ------------------------------------------------------------------ connections
@@ -442,6 +484,7 @@ class Client:
         except Exception as exc:
             node.backoff_until = loop.time() + self._backoff(node.failures)
             node.failures += 1
+            self.note_error(exc)
             log.debug(
                 "connect to node %s (%s:%s, %s lane) failed: %s",
                 node.node_id,
@@ -596,12 +639,15 @@ class Client:
             try:
                 return await op()
             except E.KafkaError as exc:
+                if not self._closed:
+                    self.note_error(exc)
                 if not exc.retriable or self._closed:
                     raise
                 delay = self._retry_backoff(attempt)
                 attempt += 1
                 if loop.time() + delay >= deadline:
                     raise
+                self.retries += 1
                 log.debug("%s failed (attempt %d), retrying in %.0f ms: %s", what, attempt, delay * 1000, exc)
                 await asyncio.sleep(delay)
                 if getattr(exc, "invalidates_metadata", False):

@@ -514,7 +514,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
             self._release_slot()
             stats.in_flight -= 1
             latency = now - entry.sent_at
-            stats.record_latency(latency)
+            stats.record_latency(latency, entry.api_key)
             throttle = getattr(resp, "throttle_time_ms", 0)
             if throttle:
                 self._throttle(throttle, entry.api_key, now)
@@ -586,7 +586,9 @@ class BrokerConnection(asyncio.BufferedProtocol):
         if pending:
             stats.errors += len(pending)
         now = self._loop.time()
+        errors_by_api = stats.errors_by_api
         for entry in pending:
+            errors_by_api[entry.api_key] = errors_by_api.get(entry.api_key, 0) + 1
             waiter = entry.waiter
             if waiter is not None and not waiter.done():
                 waiter.set_exception(_clone(exc))

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import logging
 import math
+from bisect import bisect_left
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-__all__ = ["BrokerStats", "HookDispatcher", "Hooks"]
+__all__ = ["LATENCY_BUCKETS_S", "BrokerStats", "Histogram", "HookDispatcher", "Hooks"]
 
 log = logging.getLogger("aiokafka_lite.net.hooks")
 
@@ -77,6 +78,13 @@ class HookDispatcher:
         if not found:
             raise TypeError(f"{type(hooks).__name__} implements none of the hook methods {_HOOK_NAMES}")
 
+    def remove(self, hooks: object) -> None:
+        """Unregister ``hooks`` (a no-op for methods it was never registered for)."""
+        for name in _HOOK_NAMES:
+            fn = getattr(hooks, name, None)
+            if fn is not None:
+                self._by_name[name] = [f for f in self._by_name[name] if f != fn]
+
     def has(self, name: str) -> bool:
         return bool(self._by_name[name])
 
@@ -86,6 +94,48 @@ class HookDispatcher:
                 fn(*args)
             except Exception:
                 log.exception("hook %s raised; ignoring", name)
+
+
+#: Bucket upper bounds (seconds) of request latency histograms: the explicit boundaries
+#: OpenTelemetry's messaging semantic conventions advise for
+#: ``messaging.client.operation.duration``.
+LATENCY_BUCKETS_S: tuple[float, ...] = (
+    0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+)  # fmt: skip
+
+
+class Histogram:
+    """A cumulative fixed-bucket histogram: ``counts[i]`` observations fell at or below
+    ``bounds[i]`` and above ``bounds[i-1]``; the last count is above every bound.
+
+    Recording is a bisect and three adds (no allocation), so it can sit on per-request
+    and per-batch paths.
+    """
+
+    __slots__ = ("bounds", "count", "counts", "max", "sum")
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds = bounds
+        self.counts = [0] * (len(bounds) + 1)
+        self.count = 0
+        self.sum = 0.0
+        self.max = 0.0
+
+    def record(self, value: float) -> None:
+        self.counts[bisect_left(self.bounds, value)] += 1
+        self.count += 1
+        self.sum += value
+        if value > self.max:
+            self.max = value
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "bounds": list(self.bounds),
+            "counts": list(self.counts),
+            "count": self.count,
+            "sum": self.sum,
+            "max": self.max,
+        }
 
 
 @dataclass(slots=True)
@@ -103,8 +153,16 @@ class BrokerStats:
     throttle_ms_total: int = 0
     in_flight: int = 0
     latencies: deque[float] = field(default_factory=deque)
+    #: Request latency per API key (a response or a failure ends the request).
+    latency_by_api: dict[int, Histogram] = field(default_factory=dict)
+    #: Requests that failed without a response (disconnect, timeout, corrupt frame), per API key.
+    errors_by_api: dict[int, int] = field(default_factory=dict)
 
-    def record_latency(self, seconds: float) -> None:
+    def record_latency(self, seconds: float, api_key: int = -1) -> None:
+        hist = self.latency_by_api.get(api_key)
+        if hist is None:
+            hist = self.latency_by_api[api_key] = Histogram(LATENCY_BUCKETS_S)
+        hist.record(seconds)
         lat = self.latencies
         if len(lat) >= self.max_samples:
             lat.popleft()
@@ -122,6 +180,8 @@ class BrokerStats:
             "disconnects": self.disconnects,
             "throttle_ms_total": self.throttle_ms_total,
             "in_flight": self.in_flight,
+            "latency_by_api": {api: h.snapshot() for api, h in sorted(self.latency_by_api.items())},
+            "errors_by_api": dict(sorted(self.errors_by_api.items())),
             "latency_ms": {
                 "p50": _percentile(data, 50),
                 "p90": _percentile(data, 90),

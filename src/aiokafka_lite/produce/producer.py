@@ -1004,7 +1004,10 @@ class Producer:
         return sorted(info.partitions)
 
     def metrics(self) -> dict[str, Any]:
-        """Counters of this producer (the client's own metrics are in ``client.metrics()``)."""
+        """Counters of this producer; ``client`` holds the client's (per broker) metrics.
+
+        Records and bytes sent count what the broker acknowledged (with acks=0: what was
+        written); bytes are batch bytes on the wire, after compression."""
         sender = self._sender
         idem = self._idem
         return {
@@ -1019,7 +1022,39 @@ class Producer:
             "producer_id": idem.producer.producer_id if idem else -1,
             "producer_epoch": idem.producer.epoch if idem else -1,
             "epoch_bumps": idem.epoch_bumps if idem else 0,
+            "records_sent": sum(c[0] for c in sender.sent_by_topic.values()),
+            "bytes_sent": sum(c[1] for c in sender.sent_by_topic.values()),
+            "batches_sent": sum(c[2] for c in sender.sent_by_topic.values()),
+            "records_failed": sum(sender.failed_by_topic.values()),
+            "records_retried": sender.records_retried,
+            "sent_by_topic": {
+                t: {"records": c[0], "bytes": c[1], "batches": c[2]}
+                for t, c in sorted(sender.sent_by_topic.items())
+            },
+            "failed_by_topic": {
+                t: {kind: n for (t2, kind), n in sorted(sender.failed_by_topic.items()) if t2 == t}
+                for t in sorted({t for t, _ in sender.failed_by_topic})
+            },
+            "batch_size_bytes": sender.batch_bytes.snapshot(),
+            "batch_size_records": sender.batch_records.snapshot(),
+            "client": self._client.metrics(),
         }
+
+    def health(self) -> Health:
+        """Readiness summary (rules in ``aiokafka_lite.health``): started, a broker
+        reachable, no fatal error (a fenced or failed transactional producer is not ready)."""
+        fatal = self._sender.fatal_error
+        if fatal is None and isinstance(self._idem, TransactionManager):
+            if self._idem.state is TxnState.FATAL_ERROR:
+                fatal = self._idem.last_error or E.KafkaError("transaction state FATAL_ERROR")
+        return build_health(
+            "producer",
+            self._client.metrics(),
+            self._client.config.client_id,
+            started=self._started,
+            closed=self._closed,
+            fatal=fatal,
+        )
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "started" if self._started else "new"

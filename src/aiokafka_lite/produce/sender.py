@@ -21,6 +21,8 @@ from typing import Final
 
 from aiokafka_lite import errors as E
 from aiokafka_lite.net import Client
+from aiokafka_lite.net.client import error_type_name
+from aiokafka_lite.net.hooks import Histogram
 from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.messages import (
     InitProducerIdRequest,
@@ -47,6 +49,12 @@ _REQUEST_TIMED_OUT: Final = 7
 _TRANSACTIONAL_ID_MAX_TIMEOUT: Final = 2**31 - 1
 #: Produce v13 identifies topics by id only (KIP-516).
 _LAST_VERSION_WITH_TOPIC_NAMES: Final = 12
+
+
+#: Bucket upper bounds of the acknowledged-batch size histograms: bytes on the wire
+#: (powers of 4 from 256 B to 16 MiB, past the 1 MiB default max.request.size) and records.
+BATCH_BYTES_BUCKETS: Final = tuple(float(256 * 4**i) for i in range(9))
+BATCH_RECORDS_BUCKETS: Final = (1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0, 5000.0)
 
 
 def _now_ms() -> float:
@@ -98,6 +106,16 @@ class Sender:
         self.requests_sent = 0
         self.batches_retried = 0
         self.batches_split = 0
+        #: Records the broker acknowledged (or, with acks=0, that were written), per topic:
+        #: ``[records, bytes, batches]``. Counted per batch, never per record.
+        self.sent_by_topic: dict[str, list[int]] = {}
+        #: Records whose delivery failed for good (errors, expiry, abort), per topic and
+        #: error type name.
+        self.failed_by_topic: dict[tuple[str, str], int] = {}
+        self.records_retried = 0
+        #: Sizes of acknowledged batches on the wire (bytes, after compression) and in records.
+        self.batch_bytes = Histogram(BATCH_BYTES_BUCKETS)
+        self.batch_records = Histogram(BATCH_RECORDS_BUCKETS)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -387,6 +405,7 @@ class Sender:
                     self.complete_batch(batch, code, now, cause=exc)
                 return
             except E.UnsupportedVersionError as exc:
+                self._client.note_error(exc)
                 for batch in batches:
                     self._fail(batch, exc, sequence_gap=True)
                 return
@@ -396,6 +415,7 @@ class Sender:
                 return
             except Exception as exc:
                 log.exception("produce request to node %s failed unexpectedly", node)
+                self._client.note_error(exc)
                 for batch in batches:
                     self._fail(
                         batch,
@@ -408,6 +428,7 @@ class Sender:
                 for batch in batches:
                     if self._idem is not None:
                         self._idem.on_success(batch, -1)
+                    self._count_sent(batch)
                     batch.complete(-1, -1)
                     self._acc.complete(batch)
                 return
@@ -446,6 +467,8 @@ class Sender:
                         base = -1
                     if self._idem is not None:
                         self._idem.on_success(batch, base)
+                    if not batch.is_done:
+                        self._count_sent(batch)
                     batch.complete(base, part.log_append_time_ms)  # no-op if it expired meanwhile
                     self._acc.complete(batch)
                 else:
@@ -465,6 +488,22 @@ class Sender:
             )
 
     # -- per-batch outcome ---------------------------------------------------------------------
+
+    def _count_sent(self, batch: ProducerBatch) -> None:
+        n = batch.count
+        size = len(batch.buffer) if batch.buffer is not None else 0
+        counts = self.sent_by_topic.get(batch.tp.topic)
+        if counts is None:
+            counts = self.sent_by_topic[batch.tp.topic] = [0, 0, 0]
+        counts[0] += n
+        counts[1] += size
+        counts[2] += 1
+        self.batch_bytes.record(size)
+        self.batch_records.record(n)
+
+    def _count_failed(self, batch: ProducerBatch, error: BaseException) -> None:
+        key = (batch.tp.topic, error_type_name(error))
+        self.failed_by_topic[key] = self.failed_by_topic.get(key, 0) + batch.count
 
     def complete_batch(
         self,
@@ -495,6 +534,7 @@ class Sender:
             error = E.error_for(code, f"{tp.topic}-{tp.partition}" + (f": {message}" if message else ""))
             retriable = error.retriable if isinstance(error, E.KafkaError) else False
             invalidates = getattr(error, "invalidates_metadata", False)
+        self._client.note_error(error)
         if invalidates:
             self._client.request_metadata_refresh()
         can_retry = (
@@ -513,6 +553,7 @@ class Sender:
                 "%s-%d: retrying batch (attempt %d) after %s", tp.topic, tp.partition, batch.attempts, error
             )
             self.batches_retried += 1
+            self.records_retried += batch.count
             batch.last_error = error
             self._acc.reenqueue(batch, now)
             return
@@ -532,6 +573,7 @@ class Sender:
         if self._idem is not None and batch.has_sequence:
             self._idem.on_failed(batch, code, sequence_gap)
         if batch.fail(error):
+            self._count_failed(batch, error)
             self._acc.complete(batch)
             if self.on_batch_failed is not None:
                 self.on_batch_failed(batch)
@@ -556,11 +598,13 @@ class Sender:
             message += f"; last error: {described}"
         err = E.KafkaTimeoutError(message)
         err.__cause__ = last
+        self._client.note_error(err)
         if self._idem is not None and batch.has_sequence:
             # Sent at least once: the broker may have written it. Hold the partition
             # until everything in flight settles (see sequencing.py).
             self._idem.mark_unresolved(batch)
         if batch.fail(err):
+            self._count_failed(batch, err)
             if self.on_batch_failed is not None:
                 self.on_batch_failed(batch)
         self._acc.complete(batch)
@@ -570,8 +614,10 @@ class Sender:
         acc = self._acc
         acc.drain_all()
         for batch in list(acc.incomplete):
-            if batch.fail(error) and self.on_batch_failed is not None:
-                self.on_batch_failed(batch)
+            if batch.fail(error):
+                self._count_failed(batch, error)
+                if self.on_batch_failed is not None:
+                    self.on_batch_failed(batch)
             acc.complete(batch)
 
     def partitions_in_flight(self) -> set[TopicPartition]:

@@ -154,6 +154,13 @@ class ShareConsumer:
         self._started = False
         self._closing = False
         self._closed = False
+        # Observability counters: records handed out and record bytes received per topic,
+        # acknowledged records by outcome (the broker's answer: ok or failed).
+        self._delivered_by_topic: dict[str, int] = {}
+        self._bytes_by_topic: dict[str, int] = {}
+        self._records_acked = 0
+        self._records_ack_failed = 0
+        track(self)
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "started" if self._started else "new"
@@ -182,6 +189,53 @@ class ShareConsumer:
             if name is not None:
                 out.add(TopicPartition(name, p))
         return out
+
+    def metrics(self) -> dict[str, Any]:
+        """Delivery, acknowledgement and membership counters plus the client's metrics.
+
+        ``records_consumed`` counts records handed to the application; ``bytes_fetched``
+        record bytes received in ShareFetch answers; ``acknowledged``/``acknowledge_failed``
+        records whose acknowledgement the broker accepted or refused."""
+        ms = self._membership
+        delivered = dict(sorted(self._delivered_by_topic.items()))
+        fetched = dict(sorted(self._bytes_by_topic.items()))
+        return {
+            "client": self._client.metrics(),
+            "records_consumed": sum(delivered.values()),
+            "consumed_by_topic": delivered,
+            "bytes_fetched": sum(fetched.values()),
+            "fetched_bytes_by_topic": fetched,
+            "records_buffered": sum(len(recs) for _, recs in self._buffer),
+            "acknowledged": self._records_acked,
+            "acknowledge_failed": self._records_ack_failed,
+            "assigned_partitions": len(ms.assignment),
+            "group": {
+                "group_id": self.group_id,
+                "state": ms.state.value,
+                "member_id": ms.member_id,
+                "member_epoch": ms.epoch,
+            },
+        }
+
+    def health(self) -> Health:
+        """Readiness summary (rules in ``aiokafka_lite.health``): started, a broker
+        reachable, a stable share-group member without a fatal error."""
+        ms = self._membership
+        return build_health(
+            "share_consumer",
+            self._client.metrics(),
+            self._client.config.client_id,
+            started=self._started,
+            closed=self._closing or self._closed,
+            fatal=ms.fatal,
+            group_id=self.group_id,
+            group_state=ms.state.value,
+            assigned=frozenset(self.assignment()),
+        )
+
+    @property
+    def closed(self) -> bool:
+        return self._closing or self._closed
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -350,8 +404,10 @@ class ShareConsumer:
         by_tp: dict[TopicPartition, list[int]] = {}
         for r in out:
             by_tp.setdefault(TopicPartition(r.topic, r.partition), []).append(r.offset)
+        delivered = self._delivered_by_topic
         for tp, offsets in by_tp.items():
             self._tracker.deliver(tp, offsets)
+            delivered[tp.topic] = delivered.get(tp.topic, 0) + len(offsets)
         return out
 
     def _raise_error(self) -> None:
@@ -423,7 +479,11 @@ class ShareConsumer:
         for fut in self._commit_waiters.pop(result.tp, []):
             if not fut.done():
                 fut.set_result(result)
-        if result.error is not None:
+        if result.error is None:
+            self._records_acked += len(result.offsets)
+        else:
+            self._records_ack_failed += len(result.offsets)
+            self._client.note_error(result.error)
             log.warning(
                 "share group %s: acknowledging %d record(s) of %s-%d failed: %s",
                 self.group_id,
@@ -466,6 +526,7 @@ class ShareConsumer:
                 request = ms.heartbeat_request(loop.time() * 1000)
                 resp = await client.send(request, node_id=coordinator, lane=Lane.COORDINATOR)
             except E.KafkaError as exc:
+                client.note_error(exc)
                 ms.heartbeat_failed(exc, loop.time() * 1000)
                 if ms.fatal is not None:
                     self._fail(ms.fatal)
@@ -485,6 +546,7 @@ class ShareConsumer:
 
     def _fail(self, err: E.KafkaError) -> None:
         self._error = err
+        self._client.note_error(err)
         self._arrived.set()
 
     # ------------------------------------------------------------------ sessions
@@ -725,6 +787,7 @@ class ShareConsumer:
             lock_deadline,
         )
         first = min(acquired)
+        self._bytes_by_topic[tp.topic] = self._bytes_by_topic.get(tp.topic, 0) + len(p.records or b"")
         fetched = parse_partition(tp, first, p.records, check_crcs=self.config.check_crcs)
         kd, vd = self.config.key_deserializer, self.config.value_deserializer
         records: list[ShareRecord] = []
