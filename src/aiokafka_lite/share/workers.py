@@ -21,10 +21,30 @@ takes any record.
   ``max_attempts`` times: then it is rejected (REJECT: never delivered again), after
   being copied to ``dead_letter_topic`` when one is given, with the error and its
   origin in headers (``dlt.error``, ``dlt.error.type``, ``dlt.topic``,
-  ``dlt.partition``, ``dlt.offset``, ``dlt.delivery.count``). A failing copy releases
-  the record instead, so nothing is rejected without its dead letter;
+  ``dlt.partition``, ``dlt.offset``, ``dlt.attempts`` and ``dlt.delivery.count``, both
+  the delivery count). A failing copy releases the record instead, so nothing is
+  rejected without its dead letter;
+* ``handler_timeout_ms``: a handler still running after that long is cancelled; the
+  call fails with ``HandlerTimeoutError`` (a failure of its own kind, ``stats.timeouts``)
+  and the record is released or rejected as for any failure;
 * at most ``max_in_flight`` records are held (polled, not yet acknowledged): the
   bound of the backpressure and of the records whose locks run while they wait.
+
+Failure threshold (go_kafka_client's failure counter): with ``failure_threshold=N``,
+more than N failed handler calls (errors and timeouts) in the pool within
+``failure_window_ms`` call ``on_failure_threshold(report)`` (a ``FailureReport`` whose
+``partition`` is None; sync or async), which answers a ``FailureDecision``:
+
+* ``"stop"`` (also the answer without a callback, or when the callback raises): the
+  failed record is released, polling stops, ``run`` raises ``FailureThresholdError``
+  once the records in flight are finished;
+* ``"pause"``: a share group has no partitions of its own to pause, so the pool pauses:
+  the failed record and those polled but not started are released (other members take
+  them), and polling stops until ``resume()`` or, with ``failure_pause_ms``, that long.
+  Records the consumer had already fetched stay acquired until their locks expire;
+* ``"continue"``: the record is released or rejected as usual.
+
+The count then starts afresh, so the next call needs another N + 1 failures.
 
 The broker's own limit (``share.delivery.count.limit``, 5 by default) still applies:
 with ``max_attempts`` above it the broker archives the record first, without a dead
@@ -41,6 +61,18 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from aiokafka_lite.errors import ConfigError, KafkaError
+from aiokafka_lite.handler_failures import (
+    FailureCallback,
+    FailureDecision,
+    FailureReport,
+    FailureThresholdError,
+    FailureWindow,
+    HandlerTimeoutError,
+    call_handler,
+    dead_letter_headers,
+    decide,
+    failure_kind,
+)
 from aiokafka_lite.otel import _active as _otel
 
 from .consumer import ShareConsumer
@@ -63,6 +95,8 @@ class ShareWorkerStats:
     released: int = 0
     rejected: int = 0
     dead_lettered: int = 0
+    timeouts: int = 0  # handler calls cancelled at handler_timeout_ms
+    threshold_reports: int = 0  # times the failure threshold was crossed
 
 
 class ShareWorkers:
@@ -79,6 +113,11 @@ class ShareWorkers:
         dead_letter_topic: str | None = None,
         producer: _Producer | None = None,
         poll_timeout_ms: float = 500,
+        handler_timeout_ms: float | None = None,
+        failure_threshold: int | None = None,
+        failure_window_ms: float = 60_000,
+        on_failure_threshold: FailureCallback | None = None,
+        failure_pause_ms: float | None = None,
     ) -> None:
         if not consumer.config.explicit:
             raise ConfigError(
@@ -96,6 +135,15 @@ class ShareWorkers:
             raise ConfigError(
                 "dead_letter_topic and producer go together: the producer writes the dead letters"
             )
+        if handler_timeout_ms is not None and handler_timeout_ms <= 0:
+            raise ConfigError(f"handler_timeout_ms must be > 0 (or None), got {handler_timeout_ms}")
+        if failure_threshold is None and on_failure_threshold is not None:
+            raise ConfigError("on_failure_threshold needs failure_threshold (failures allowed per window)")
+        if failure_pause_ms is not None and failure_pause_ms <= 0:
+            raise ConfigError(f"failure_pause_ms must be > 0 (or None: until resume), got {failure_pause_ms}")
+        self._failures = (
+            None if failure_threshold is None else FailureWindow(failure_threshold, failure_window_ms)
+        )
         self.consumer = consumer
         self.handler = handler
         self.concurrency = concurrency
@@ -104,23 +152,48 @@ class ShareWorkers:
         self.dead_letter_topic = dead_letter_topic
         self.producer = producer
         self.poll_timeout_ms = poll_timeout_ms
+        self.handler_timeout_ms = handler_timeout_ms
+        self.on_failure_threshold = on_failure_threshold
+        self.failure_pause_ms = failure_pause_ms
         self.stats = ShareWorkerStats()
         self._queue: asyncio.Queue[ShareRecord] = asyncio.Queue()
         self._held = 0  # polled and not acknowledged yet
         self._room = asyncio.Event()
         self._stopping = False
+        self._paused = False
+        self._resume_timer: asyncio.TimerHandle | None = None
+        self._failure: FailureThresholdError | None = None
 
     @property
     def in_flight(self) -> int:
         return self._held
+
+    @property
+    def paused(self) -> bool:
+        """Paused by a ``"pause"`` decision of the failure-threshold callback."""
+        return self._paused
 
     def stop(self) -> None:
         """Stop polling; ``run`` returns once the records held are finished."""
         self._stopping = True
         self._room.set()
 
+    def resume(self) -> None:
+        """Poll again after a ``"pause"`` decision."""
+        if self._resume_timer is not None:
+            self._resume_timer.cancel()
+            self._resume_timer = None
+        if self._paused:
+            self._paused = False
+            self._room.set()
+            log.info("share workers resumed")
+
     async def run(self) -> None:
-        """Poll and process until ``stop()``; in-flight records finish before it returns."""
+        """Poll and process until ``stop()``; in-flight records finish before it returns.
+
+        Raises ``FailureThresholdError`` when the failure-threshold callback said stop.
+        """
+        self._failure = None
         workers = [
             asyncio.create_task(self._worker(), name=f"share-worker-{i}") for i in range(self.concurrency)
         ]
@@ -131,11 +204,17 @@ class ShareWorkers:
             for w in workers:
                 w.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
+            if self._resume_timer is not None:
+                self._resume_timer.cancel()
+                self._resume_timer = None
+            self._paused = False
+        if self._failure is not None:
+            raise self._failure
 
     async def _feed(self) -> None:
         while not self._stopping:
             free = self.max_in_flight - self._held
-            if free <= 0:
+            if free <= 0 or self._paused:
                 self._room.clear()
                 await self._room.wait()
                 continue
@@ -155,15 +234,26 @@ class ShareWorkers:
                 self._queue.task_done()
 
     async def _process(self, record: ShareRecord) -> None:
+        if self._paused or self._failure is not None:  # polled before a pause or stop: others take it
+            self._ack(record, AcknowledgeType.RELEASE)
+            return
         try:
             if _otel.enabled:  # the handler runs in the record's process span (its trace)
-                await _otel.in_process_span(self.consumer, record, lambda: self.handler(record))
+                await _otel.in_process_span(
+                    self.consumer, record, lambda: call_handler(self.handler, record, self.handler_timeout_ms)
+                )
             else:
-                await self.handler(record)
+                await call_handler(self.handler, record, self.handler_timeout_ms)
         except asyncio.CancelledError:
             self._ack(record, AcknowledgeType.RELEASE)
             raise
         except Exception as exc:
+            if isinstance(exc, HandlerTimeoutError):
+                self.stats.timeouts += 1
+            decision = await self._check_threshold(record, exc)
+            if decision is not FailureDecision.CONTINUE:
+                self._ack(record, AcknowledgeType.RELEASE)
+                return
             if self.max_attempts is not None and record.delivery_count >= self.max_attempts:
                 if await self._dead_letter(record, exc):
                     self._ack(record, AcknowledgeType.REJECT)
@@ -181,6 +271,45 @@ class ShareWorkers:
             return
         self._ack(record, AcknowledgeType.ACCEPT)
 
+    async def _check_threshold(self, record: ShareRecord, exc: Exception) -> FailureDecision:
+        """Count the failure; past the threshold, ask the callback and carry out a stop or
+        a pause (the caller then releases the record)."""
+        window = self._failures
+        if window is None:
+            return FailureDecision.CONTINUE
+        counts = window.add(failure_kind(exc), asyncio.get_running_loop().time() * 1000)
+        if counts is None:
+            return FailureDecision.CONTINUE
+        self.stats.threshold_reports += 1
+        report = FailureReport(None, counts, window.threshold, window.window_ms, record, exc)
+        if self.on_failure_threshold is None:
+            decision = FailureDecision.STOP
+            cause: BaseException = exc
+        else:
+            try:
+                decision = await decide(self.on_failure_threshold, report)
+                cause = exc
+            except Exception as callback_exc:
+                log.exception("the failure-threshold callback raised; stopping")
+                decision, cause = FailureDecision.STOP, callback_exc
+        if decision is FailureDecision.STOP:
+            if self._failure is None:
+                self._failure = FailureThresholdError(report)
+                self._failure.__cause__ = cause
+                log.error("%s; stopping the share workers", self._failure)
+            self.stop()
+        elif decision is FailureDecision.PAUSE and not self._stopping:
+            log.warning("pausing the share workers on failures: %s", FailureThresholdError(report))
+            self._paused = True
+            if self._resume_timer is not None:
+                self._resume_timer.cancel()
+                self._resume_timer = None
+            if self.failure_pause_ms is not None:
+                self._resume_timer = asyncio.get_running_loop().call_later(
+                    self.failure_pause_ms / 1000, self.resume
+                )
+        return decision
+
     async def _dead_letter(self, record: ShareRecord, exc: Exception) -> bool:
         """Copy a record that used up its attempts; False when the copy failed."""
         if self.producer is None or self.dead_letter_topic is None:
@@ -193,15 +322,15 @@ class ShareWorkers:
                 exc,
             )
             return True
-        headers = [
-            *record.headers,
-            ("dlt.error", str(exc).encode()),
-            ("dlt.error.type", type(exc).__qualname__.encode()),
-            ("dlt.topic", record.topic.encode()),
-            ("dlt.partition", str(record.partition).encode()),
-            ("dlt.offset", str(record.offset).encode()),
-            ("dlt.delivery.count", str(record.delivery_count).encode()),
-        ]
+        headers = dead_letter_headers(
+            headers=record.headers,
+            error=exc,
+            topic=record.topic,
+            partition=record.partition,
+            offset=record.offset,
+            attempts=record.delivery_count,
+        )
+        headers.append(("dlt.delivery.count", str(record.delivery_count).encode()))
         try:
             await self.producer.send(self.dead_letter_topic, record.value, record.key, headers=headers)
         except KafkaError as send_exc:
