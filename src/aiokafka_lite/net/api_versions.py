@@ -92,9 +92,14 @@ IMPLEMENTED_APIS: Final[tuple[tuple[int, str, int], ...]] = (
     (74, "ListConfigResources", 1),
     (75, "DescribeTopicPartitions", 0),
     (76, "ShareGroupHeartbeat", 1),
+    (77, "ShareGroupDescribe", 1),
     # v2 (KIP-1206/1222) adds the acquire mode, sent, and renew acknowledgements, never sent.
     (78, "ShareFetch", 2),
     (79, "ShareAcknowledge", 2),
+    # v1 adds the lag of each share-partition.
+    (90, "DescribeShareGroupOffsets", 1),
+    (91, "AlterShareGroupOffsets", 0),
+    (92, "DeleteShareGroupOffsets", 0),
 )
 
 #: API key -> highest version the client implements.
