@@ -11,15 +11,17 @@ from typing import Any
 from mirror_testlib import (
     FAST_SOURCE,
     by_partition,
+    committed,
     create_topics,
     produce,
     read_all,
     record_value,
+    wait_for,
 )
 
-from aiokafka_lite import Admin
+from aiokafka_lite import Admin, TopicPartition
 from aiokafka_lite.admin import ConfigResource, ConfigResourceType
-from aiokafka_lite.mirror import Mirror
+from aiokafka_lite.mirror import Mirror, target_partition
 
 
 @contextlib.asynccontextmanager
@@ -94,3 +96,84 @@ async def test_copies_included_topics_with_content_order_and_rename(clusters: tu
     stats = mirror.stats()
     assert stats.records == 60 + 40 + 20
     assert stats.topics_created == 3
+
+
+async def test_at_least_once_commits_only_what_the_target_acknowledged(clusters: tuple[Any, Any]) -> None:
+    source, target = clusters
+    await create_topics(source.bootstrap, {"acks": 2})
+    await produce(source.bootstrap, "acks", 2, 30)
+    tps = [TopicPartition("acks", p) for p in range(2)]
+    mirror = Mirror(
+        source.bootstrap,
+        target.bootstrap,
+        include="acks",
+        group_id="ack-mirror",
+        commit_interval_ms=100,
+        source_options=FAST_SOURCE,
+        target_options={"delivery_timeout_ms": 300_000, "request_timeout_ms": 5000},
+    )
+    async with running(mirror) as task:
+
+        async def state(read: int, position: int) -> bool:
+            assert not task.done(), task
+            parts = mirror.stats().partitions
+            return len(parts) == 2 and all(p.read == read and p.position == position for p in parts.values())
+
+        await wait_for(lambda: state(30, 30), "the first records acknowledged")
+        await wait_for(
+            lambda: _committed_is(source.bootstrap, "ack-mirror", tps, 30), "their offsets committed"
+        )
+        async with Admin(target.bootstrap) as admin:
+            node = (await admin.describe_cluster()).brokers[0].node_id
+        await target.stop_broker(node)
+        await produce(source.bootstrap, "acks", 2, 20, start=30)
+        # Read and handed to the producer, but the target is down: nothing is acknowledged,
+        # so neither the mirror's position nor the source group's offsets move.
+        await wait_for(lambda: state(50, 30), "the new records read while the target is down")
+        for _ in range(5):
+            await asyncio.sleep(0.2)
+            assert await committed(source.bootstrap, "ack-mirror", tps) == dict.fromkeys(tps, 30)
+            assert all(p.position == 30 for p in mirror.stats().partitions.values())
+        await target.start_broker(node)
+        await wait_for(
+            lambda: state(50, 50), "the records acknowledged once the target is back", timeout_s=120
+        )
+        await wait_for(
+            lambda: _committed_is(source.bootstrap, "ack-mirror", tps, 50), "their offsets committed"
+        )
+    records = await read_all(target.bootstrap, "acks", 100)
+    assert by_partition(records) == {p: [record_value("acks", p, i) for i in range(50)] for p in range(2)}
+
+
+async def _committed_is(bootstrap: str, group: str, tps: list[TopicPartition], offset: int) -> bool:
+    return await committed(bootstrap, group, tps) == dict.fromkeys(tps, offset)
+
+
+async def test_prefix_rename_into_an_existing_topic_with_other_partition_count(
+    clusters: tuple[Any, Any],
+) -> None:
+    source, target = clusters
+    await create_topics(source.bootstrap, {"clicks": 3})
+    # The target topic exists already, with 2 partitions: records go by key hash.
+    await create_topics(target.bootstrap, {"dc1.clicks": 2})
+    await produce(source.bootstrap, "clicks", 3, 10)
+    mirror = Mirror(
+        source.bootstrap,
+        target.bootstrap,
+        include="clicks",
+        prefix="dc1.",
+        commit_interval_ms=100,
+        source_options=FAST_SOURCE,
+    )
+    async with running(mirror):
+        records = await read_all(target.bootstrap, "dc1.clicks", 30)
+    assert len(records) == 30
+    for r in records:
+        assert r.partition == target_partition(r.key, 0, 3, 2)
+    assert {r.value for r in records} == {record_value("clicks", p, i) for p in range(3) for i in range(10)}
+    # Within a target partition, the records of each source partition keep their order.
+    for values in by_partition(sorted(records, key=lambda r: r.offset)).values():
+        for p in range(3):
+            numbers = [int(v.rsplit(b"/", 1)[1]) for v in values if v.startswith(f"clicks/{p}/".encode())]
+            assert numbers == sorted(numbers)
+    assert mirror.stats().topics_created == 0

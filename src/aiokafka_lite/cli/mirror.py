@@ -78,7 +78,8 @@ def mirror(
     source: Annotated[str, typer.Option("--source", "-s", help="Source cluster, HOST:PORT[,HOST:PORT...].")],
     target: Annotated[str, typer.Option("--target", "-t", help="Target cluster, HOST:PORT[,HOST:PORT...].")],
     include: Annotated[
-        str, typer.Option("--include", "-i", help="Regex of the topics to copy (full match, e.g. 'orders\\..*').")
+        str,
+        typer.Option("--include", "-i", help="Regex of the topics to copy (full match, e.g. 'orders\\..*')."),
     ],
     exclude: Annotated[
         str | None, typer.Option("--exclude", "-e", help="Regex of topics not to copy (full match).")
@@ -94,7 +95,9 @@ def mirror(
         str | None,
         typer.Option("--rename", help="Target topic name template with {topic}, e.g. '{topic}.mirror'."),
     ] = None,
-    prefix: Annotated[str | None, typer.Option("--prefix", help="Target topic name prefix, e.g. 'dc1.'.")] = None,
+    prefix: Annotated[
+        str | None, typer.Option("--prefix", help="Target topic name prefix, e.g. 'dc1.'.")
+    ] = None,
     group: Annotated[
         str,
         typer.Option(
@@ -104,21 +107,26 @@ def mirror(
     instance_id: Annotated[
         str | None,
         typer.Option(
-            "--instance-id", help="Exactly-once: this instance's stable id (unique per instance; default host name)."
+            "--instance-id",
+            help="Exactly-once: this instance's stable id (unique per instance; default host name).",
         ),
     ] = None,
     commit_interval_ms: Annotated[
-        int, typer.Option("--commit-interval-ms", help="How often positions/transactions are committed.", min=1)
+        int,
+        typer.Option("--commit-interval-ms", help="How often positions/transactions are committed.", min=1),
     ] = 1000,
     from_latest: Annotated[
         bool,
-        typer.Option("--from-latest", help="Partitions never copied start at the end (default: the beginning)."),
+        typer.Option(
+            "--from-latest", help="Partitions never copied start at the end (default: the beginning)."
+        ),
     ] = False,
     refresh_interval_ms: Annotated[
         int, typer.Option("--refresh-interval-ms", help="How often new source topics are looked for.", min=1)
     ] = 30_000,
     copy_configs: Annotated[
-        bool, typer.Option("--copy-configs/--no-copy-configs", help="Give created topics the source's configs.")
+        bool,
+        typer.Option("--copy-configs/--no-copy-configs", help="Give created topics the source's configs."),
     ] = True,
     replication_factor: Annotated[
         int, typer.Option("--replication-factor", help="Of created topics; -1: the target's default.")
@@ -138,11 +146,15 @@ def mirror(
             "--target-option", "-T", metavar="NAME=VALUE", help="Target client/producer option. Repeatable."
         ),
     ] = None,
-    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show progress on stderr.")] = True,
+    progress: Annotated[
+        bool, typer.Option("--progress/--no-progress", help="Show progress on stderr.")
+    ] = True,
     plain: Annotated[
         bool, typer.Option("--plain", help="Progress as plain lines even on a terminal with rich.")
     ] = False,
-    interval: Annotated[float, typer.Option("--interval", help="Seconds between progress updates.", min=0.05)] = 1.0,
+    interval: Annotated[
+        float, typer.Option("--interval", help="Seconds between progress updates.", min=0.05)
+    ] = 1.0,
 ) -> None:
     """Copy topics from a source cluster to a target cluster until Ctrl-C (nothing lost)."""
     source_opts = _options(source_option, "--source-option", ClientConfig, ConsumerConfig)

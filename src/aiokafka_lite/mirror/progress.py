@@ -32,9 +32,10 @@ def plain_line(stats: MirrorStats) -> str:
 
 
 def _rich_table(stats: MirrorStats) -> Any:
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=plain_line(stats), title_justify="left", expand=False)
+    table = Table(title=escape(plain_line(stats)), title_justify="left", expand=False)
     for name, justify in (
         ("source", "left"),
         ("target", "left"),
@@ -49,9 +50,9 @@ def _rich_table(stats: MirrorStats) -> Any:
             f"{p.target.topic}[{p.target.partition}]" if p.target.partition >= 0 else f"{p.target.topic}[key]"
         )
         lag = "?" if p.lag is None else str(p.lag)
-        table.add_row(
-            f"{tp.topic}[{tp.partition}]",
-            target,
+        table.add_row(  # escaped: "[0]" would read as rich markup
+            escape(f"{tp.topic}[{tp.partition}]"),
+            escape(target),
             str(p.records),
             f"{p.records_per_s:.0f}",
             "-" if p.position is None else str(p.position),
@@ -108,9 +109,10 @@ class ProgressDisplay:
         from rich.console import Console
         from rich.live import Live
 
-        console = Console(file=self._file)
+        # Off a terminal (a log file) rich would assume 80 columns and cut the table.
+        console = Console(file=self._file, width=None if self._file.isatty() else 140)
         with Live(
-            _rich_table(self._mirror.stats()), console=console, auto_refresh=False, transient=True
+            _rich_table(self._mirror.stats()), console=console, auto_refresh=False, transient=False
         ) as live:
             while True:
                 await asyncio.sleep(self._interval)
