@@ -147,3 +147,77 @@ def test_acknowledgements_below_the_start_offset_are_ignored() -> None:
     with pytest.raises(InvalidAcknowledgement) as past_acquired:
         sp.acknowledge("a", 3, 5, [ACCEPT], LIMIT)
     assert past_acquired.value.bad_request and sp.state_of(3) is RecordState.ACQUIRED
+
+
+def test_aborted_records_are_archived_not_delivered_and_count_in_max_records() -> None:
+    sp = SharePartitionState(start_offset=0)
+    got = sp.acquire(
+        "a", high_watermark=10, max_records=6, now_ms=0, lock_ms=LOCK_MS, max_in_flight=100, aborted=[(2, 3)]
+    )
+    assert got == [AcquiredRange(0, 1, 1), AcquiredRange(4, 5, 1)]
+    assert sp.state_of(2) is RecordState.ARCHIVED and sp.delivery_count(2) == 0
+    sp.acknowledge("a", 0, 1, [ACCEPT], LIMIT)
+    assert sp.start_offset == 4  # the archived aborted records are done too
+    # Aborted records at the start of a new acquisition move the start offset at once.
+    sp2 = SharePartitionState(start_offset=0)
+    assert (
+        sp2.acquire(
+            "a",
+            high_watermark=3,
+            max_records=5,
+            now_ms=0,
+            lock_ms=LOCK_MS,
+            max_in_flight=100,
+            aborted=[(0, 2)],
+        )
+        == []
+    )
+    assert sp2.start_offset == sp2.next_offset == 3 and sp2.in_flight == {}
+
+
+def test_snapshot_saves_runs_acquired_as_available_and_loads_back() -> None:
+    sp = SharePartitionState(start_offset=0)
+    acquire(sp, "a", hwm=8)
+    sp.acknowledge("a", 1, 2, [ACCEPT], LIMIT)
+    sp.acknowledge("a", 3, 3, [RELEASE], LIMIT)
+    sp.acknowledge("a", 4, 4, [REJECT], LIMIT)
+    snap = sp.snapshot()
+    assert snap == {
+        "start": 0,
+        "next": 8,
+        "runs": [
+            [0, 0, "available", 1],  # acquired: the lock does not survive a restart
+            [1, 2, "acknowledged", 1],
+            [3, 3, "available", 1],
+            [4, 4, "archived", 1],
+            [5, 7, "available", 1],
+        ],
+    }
+    back = SharePartitionState.from_snapshot(snap)
+    assert back.snapshot() == snap
+    assert acquire(back, "b", hwm=8) == [
+        AcquiredRange(0, 0, 2),
+        AcquiredRange(3, 3, 2),
+        AcquiredRange(5, 7, 2),
+    ]
+
+
+def test_version_moves_on_every_change_a_snapshot_shows_only() -> None:
+    sp = SharePartitionState(start_offset=0)
+    v = sp.version
+    acquire(sp, "a", hwm=0)
+    assert sp.version == v  # nothing to acquire
+    acquire(sp, "a", hwm=3)
+    assert sp.version > v
+    v = sp.version
+    sp.expire_locks(0, LIMIT)  # locks run to LOCK_MS
+    assert sp.version == v
+    sp.expire_locks(LOCK_MS, LIMIT)
+    assert sp.version > v
+    v = sp.version
+    sp.release_member("a", LIMIT)  # holds nothing any more
+    assert sp.version == v
+    acquire(sp, "b", hwm=3, now=LOCK_MS)
+    v = sp.version
+    sp.acknowledge("b", 0, 2, [ACCEPT], LIMIT)
+    assert sp.version > v

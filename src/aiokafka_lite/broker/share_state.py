@@ -5,13 +5,22 @@ Records below ``start_offset`` are done (acknowledged or archived). Records from
 ``start_offset`` to ``next_offset`` are *in flight*, each AVAILABLE, ACQUIRED (by a member,
 under an acquisition lock), ACKNOWLEDGED or ARCHIVED. Records from ``next_offset`` on
 were never delivered.
+
+``version`` counts the changes worth persisting, so the broker journals a partition's
+state only when it moved.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from aiokafka_lite.wire.records import read_batch_headers
+
+if TYPE_CHECKING:
+    from aiokafka_lite.broker.log import PartitionLog
 
 __all__ = [
     "ACCEPT",
@@ -22,6 +31,7 @@ __all__ = [
     "InvalidAcknowledgement",
     "RecordState",
     "SharePartitionState",
+    "aborted_ranges",
 ]
 
 GAP, ACCEPT, RELEASE, REJECT = 0, 1, 2, 3
@@ -63,6 +73,7 @@ class SharePartitionState:
     start_offset: int
     next_offset: int = -1  # -1: set to start_offset
     in_flight: dict[int, _InFlight] = field(default_factory=dict)
+    version: int = 1  # bumped by every change a snapshot would show
 
     def __post_init__(self) -> None:
         if self.next_offset < self.start_offset:
@@ -70,24 +81,25 @@ class SharePartitionState:
 
     # -- persistence ------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
-        """JSON-able state; acquired records are saved as available (locks do not survive)."""
-        return {
-            "start": self.start_offset,
-            "next": self.next_offset,
-            "records": [
-                [
-                    o,
-                    (RecordState.AVAILABLE if r.state is RecordState.ACQUIRED else r.state).value,
-                    r.delivery_count,
-                ]
-                for o, r in sorted(self.in_flight.items())
-            ],
-        }
+        """JSON-able state; acquired records are saved as available (locks do not survive a
+        restart), with their delivery counts. Runs of consecutive offsets in the same state
+        and count are saved as one ``[first, last, state, count]``."""
+        runs: list[list[Any]] = []
+        for o, r in sorted(self.in_flight.items()):
+            state = (RecordState.AVAILABLE if r.state is RecordState.ACQUIRED else r.state).value
+            if runs and runs[-1][1] == o - 1 and runs[-1][2] == state and runs[-1][3] == r.delivery_count:
+                runs[-1][1] = o
+            else:
+                runs.append([o, o, state, r.delivery_count])
+        return {"start": self.start_offset, "next": self.next_offset, "runs": runs}
 
     @classmethod
     def from_snapshot(cls, snap: dict[str, Any]) -> SharePartitionState:
         sp = cls(start_offset=int(snap["start"]), next_offset=int(snap["next"]))
-        for o, state, count in snap["records"]:
+        for first, last, state, count in snap.get("runs", ()):
+            for o in range(int(first), int(last) + 1):
+                sp.in_flight[o] = _InFlight(RecordState(state), int(count))
+        for o, state, count in snap.get("records", ()):  # the one-entry-per-record form of 0.x
             sp.in_flight[int(o)] = _InFlight(RecordState(state), int(count))
         return sp
 
@@ -112,12 +124,14 @@ class SharePartitionState:
                 self.in_flight.pop(o, None)
             self.start_offset = log_start_offset
             self.next_offset = max(self.next_offset, log_start_offset)
+            self.version += 1
 
     def expire_locks(self, now_ms: float, delivery_limit: int) -> None:
         """Acquired records whose lock ran out go back (or are archived at the delivery limit)."""
         for rec in self.in_flight.values():
             if rec.state is RecordState.ACQUIRED and rec.lock_deadline_ms <= now_ms:
                 self._release(rec, delivery_limit)
+                self.version += 1
         self._advance()
 
     def release_member(self, member_id: str, delivery_limit: int) -> None:
@@ -125,6 +139,7 @@ class SharePartitionState:
         for rec in self.in_flight.values():
             if rec.state is RecordState.ACQUIRED and rec.member_id == member_id:
                 self._release(rec, delivery_limit)
+                self.version += 1
         self._advance()
 
     def acquire(
@@ -137,11 +152,16 @@ class SharePartitionState:
         lock_ms: int,
         max_in_flight: int,
         batch_end: int | None = None,
+        aborted: Sequence[tuple[int, int]] = (),
     ) -> list[AcquiredRange]:
         """Acquires up to ``max_records`` records for ``member_id``: first available in-flight
-        ones (redeliveries), then new ones below ``high_watermark`` while fewer than
-        ``max_in_flight`` records are in flight. ``batch_end`` (exclusive) lets new records be
-        acquired up to the end of the last batch touched (batch-optimized acquisition)."""
+        ones (redeliveries), then new ones below ``high_watermark`` (the last stable offset
+        for read_committed) while fewer than ``max_in_flight`` records are in flight.
+        ``batch_end`` (exclusive) lets new records be acquired up to the end of the last
+        batch touched (batch-optimized acquisition). New offsets inside an ``aborted``
+        range (first, last inclusive: records of aborted transactions, for read_committed)
+        are archived instead, never delivered, as Kafka does; they count in the
+        ``max_records`` of the acquisition that reaches them."""
         taken: list[int] = []
         deadline = now_ms + lock_ms
         for o in sorted(self.in_flight):
@@ -158,11 +178,18 @@ class SharePartitionState:
             if batch_end is not None and taken == []:
                 end = max(end, min(batch_end, high_watermark))
             for o in range(self.next_offset, end):
+                if any(first <= o <= last for first, last in aborted):
+                    self.in_flight[o] = _InFlight(RecordState.ARCHIVED)
+                    continue
                 rec = _InFlight(RecordState.AVAILABLE)
                 self.in_flight[o] = rec
                 self._take(rec, member_id, deadline)
                 taken.append(o)
             self.next_offset = end
+            self.version += 1
+            self._advance()  # archived aborted records at the start are done
+        if taken:
+            self.version += 1
         return self._ranges(taken)
 
     def acknowledge(
@@ -201,6 +228,8 @@ class SharePartitionState:
                 rec.state, rec.member_id = RecordState.ARCHIVED, None
             else:
                 self._release(rec, delivery_limit)
+        if plan:
+            self.version += 1
         self._advance()
 
     # -- internals -----------------------------------------------------------------
@@ -224,6 +253,7 @@ class SharePartitionState:
                 break
             del self.in_flight[self.start_offset]
             self.start_offset += 1
+            self.version += 1
 
     def _ranges(self, offsets: list[int]) -> list[AcquiredRange]:
         out: list[AcquiredRange] = []
@@ -234,3 +264,26 @@ class SharePartitionState:
             else:
                 out.append(AcquiredRange(o, o, count))
         return out
+
+
+def aborted_ranges(plog: PartitionLog, start: int, end: int) -> list[tuple[int, int]]:
+    """Offsets (first, last inclusive) in ``[start, end)`` holding records of aborted
+    transactions: the batches of a producer between the first offset of one of its
+    aborted transactions and that transaction's abort marker (the read_committed rule
+    of Fetch). Reads batch headers only, and only when the log knows of an abort there."""
+    aborted = plog.aborted_in_range(start, end)
+    if not aborted:
+        return []
+    parts, _, _ = plog.read(start, 2**62, end, min_one=True)
+    out: list[tuple[int, int]] = []
+    for buf in parts:
+        for batch in read_batch_headers(buf):
+            if batch.producer_id < 0 or not batch.is_transactional or batch.is_control:
+                continue
+            base, last = batch.base_offset, batch.last_offset
+            if any(
+                a.producer_id == batch.producer_id and a.first_offset <= base <= a.last_offset
+                for a in aborted
+            ):
+                out.append((max(base, start), min(last, end - 1)))
+    return out
