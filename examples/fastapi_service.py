@@ -13,7 +13,9 @@ closed with it. ``POST /events`` awaits the acknowledgement and returns where th
 was written (``?wait=false`` only buffers it and answers 202). ``GET /events/stream``
 tails the topic: the single consumer's ``async for`` feeds every connected browser
 through a small fan-out hub, so a thousand open tabs still cost one consumer. On
-shutdown the producer is flushed, so every accepted event reaches Kafka.
+shutdown the producer is flushed, so every accepted event reaches Kafka. ``GET /health``
+is a readiness probe built on the clients' ``health()`` (503 while a client is not
+ready) and ``GET /metrics`` serves their metrics for Prometheus.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from pydantic import BaseModel
 
 from aiokafka_lite import Admin, Consumer, NewTopic, Producer, Record
 from aiokafka_lite.errors import KafkaError, TopicAlreadyExistsError
+from aiokafka_lite.prometheus import CONTENT_TYPE as PROMETHEUS_CONTENT_TYPE
+from aiokafka_lite.prometheus import render_prometheus
 
 KEEPALIVE_SECONDS = 15.0  # an SSE comment this often keeps proxies from closing idle streams
 
@@ -114,7 +118,7 @@ def create_app(bootstrap: str, topic: str = "events", **producer_options: Any) -
         async with producer, consumer:
             await consumer.seek_to_end()  # the stream starts now, not at the first poll
             pump = asyncio.create_task(hub.pump(consumer))
-            app.state.producer, app.state.hub = producer, hub
+            app.state.producer, app.state.consumer, app.state.hub = producer, consumer, hub
             try:
                 yield
             finally:
@@ -172,8 +176,21 @@ def create_app(bootstrap: str, topic: str = "events", **producer_options: Any) -
         return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
 
     @app.get("/health")
-    async def health() -> dict[str, str]:
-        return {"status": "ok"}
+    async def health(request: Request, response: Response) -> dict[str, Any]:
+        """Readiness: 200 while the producer and the consumer are ready, else 503 (so an
+        orchestrator stops routing here); the body says why (see aiokafka_lite.health)."""
+        state = request.app.state
+        checks = [state.producer.health(), state.consumer.health()]
+        ready = all(h.ready for h in checks)
+        response.status_code = 200 if ready else 503
+        return {"status": "ok" if ready else "unavailable", "clients": [h.as_dict() for h in checks]}
+
+    @app.get("/metrics")
+    async def metrics(request: Request) -> Response:
+        """The clients' metrics in the Prometheus text format."""
+        state = request.app.state
+        text = render_prometheus(state.producer, state.consumer)
+        return Response(text, media_type=PROMETHEUS_CONTENT_TYPE)
 
     return app
 

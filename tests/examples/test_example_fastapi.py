@@ -65,7 +65,12 @@ async def test_post_returns_where_the_record_went_and_the_stream_delivers_it(kaf
     server, task, url = await start(fastapi_service.create_app(kafka_bootstrap, topic))
     try:
         async with httpx.AsyncClient(base_url=url, timeout=30) as http:
-            assert (await http.get("/health")).json() == {"status": "ok"}
+            health = await http.get("/health")
+            assert health.status_code == 200 and health.json()["status"] == "ok"
+            assert [(c["client"], c["ready"]) for c in health.json()["clients"]] == [
+                ("producer", True),
+                ("consumer", True),
+            ]
             async with http.stream("GET", "/events/stream") as stream:
                 assert stream.headers["content-type"].startswith("text/event-stream")
                 events = sse_events(stream.aiter_lines())
@@ -86,6 +91,17 @@ async def test_post_returns_where_the_record_went_and_the_stream_delivers_it(kaf
 
             bad = await http.post("/events", json={"key": "k"})  # no value
             assert bad.status_code == 422
+
+            metrics = await http.get("/metrics")
+            assert metrics.headers["content-type"].startswith("text/plain; version=0.0.4")
+            sent = [
+                line
+                for line in metrics.text.splitlines()
+                if line.startswith("messaging_client_sent_messages_total{")
+                and f'messaging_destination_name="{topic}"' in line
+            ]
+            assert len(sent) == 1 and sent[0].endswith(" 5")
+            assert "# TYPE messaging_client_consumed_messages_total counter" in metrics.text
     finally:
         await stop(server, task)
     assert await total_records(kafka_bootstrap, topic) == 5
@@ -108,6 +124,35 @@ async def test_graceful_shutdown_flushes_accepted_events_and_ends_streams(kafka_
             # The open stream ended with the server instead of holding the shutdown up.
             assert [e async for e in events] == []
     assert await total_records(kafka_bootstrap, topic) == 50
+
+
+async def test_health_answers_503_while_kafka_is_away(kafka_cluster_factory: Any) -> None:
+    cluster = await kafka_cluster_factory(brokers=1)
+    topic = f"events-{uuid.uuid4().hex[:6]}"
+    server, task, url = await start(
+        fastapi_service.create_app(cluster.bootstrap, topic, reconnect_backoff_max_ms=500)
+    )
+    try:
+        async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+
+            async def status() -> int:
+                return (await http.get("/health")).status_code
+
+            assert await status() == 200
+            (broker,) = (await http.get("/health")).json()["clients"][0]["brokers"]
+            await cluster.stop_broker(broker["node_id"])
+            async with asyncio.timeout(60):
+                while await status() != 503:  # noqa: ASYNC110 - polling the service
+                    await asyncio.sleep(0.1)
+            body = (await http.get("/health")).json()
+            assert body["status"] == "unavailable"
+            assert "no broker reachable" in body["clients"][1]["reasons"]  # the tailing consumer
+            await cluster.start_broker(broker["node_id"])
+            async with asyncio.timeout(60):
+                while await status() != 200:  # noqa: ASYNC110 - polling the service
+                    await asyncio.sleep(0.1)
+    finally:
+        await stop(server, task)
 
 
 def test_the_script_serves_with_an_embedded_broker_and_stops_on_sigterm() -> None:
