@@ -1,6 +1,7 @@
 """Cluster administration: ``Admin`` and its typed inputs and results."""
 
 from aiokafka_lite.admin.client import Admin
+from aiokafka_lite.admin.share_groups import ShareGroupDescription, ShareGroupOffset, ShareMemberDescription
 from aiokafka_lite.admin.types import (
     AlterConfigOp,
     AlterConfigOpType,
@@ -50,6 +51,9 @@ __all__ = [
     "PartitionDescription",
     "Result",
     "Results",
+    "ShareGroupDescription",
+    "ShareGroupOffset",
+    "ShareMemberDescription",
     "TopicDescription",
     "TopicListing",
 ]
