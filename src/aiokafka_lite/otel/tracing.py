@@ -121,7 +121,7 @@ def _record_error(span: Span, exc: BaseException) -> None:
 
 
 def _client_id(client: Any) -> str | None:
-    config = getattr(getattr(client, "client", None) or getattr(client, "_client", None), "config", None)
+    config = getattr(getattr(client, "_client", None), "config", None)
     value = getattr(config, "client_id", None)
     return value if isinstance(value, str) else None
 
@@ -189,6 +189,8 @@ class KafkaTracing:
         self.tracer = trace.get_tracer(
             SCOPE, __version__, tracer_provider=tracer_provider, schema_url=SCHEMA_URL
         )
+        #: Base send-span attributes by (client id, topic).
+        self._send_base: dict[tuple[str | None, str], dict[str, Any]] = {}
 
     def _propagator(self) -> TextMapPropagator:
         return self.propagator if self.propagator is not None else propagate.get_global_textmap()
@@ -198,30 +200,39 @@ class KafkaTracing:
 
     # -- producing --------------------------------------------------------------------
 
+    def _send_attributes(self, producer: Any, topic: str) -> dict[str, Any]:
+        """The attributes every send span of ``topic`` from this producer's client id has."""
+        client_id = _client_id(producer)
+        base = self._send_base.get((client_id, topic))
+        if base is None:
+            base = {SYSTEM: "kafka", OPERATION_NAME: "send", OPERATION_TYPE: "send", DESTINATION: topic}
+            if client_id is not None:
+                base[CLIENT_ID] = client_id
+            if len(self._send_base) < 10_000:  # bounded: topic names may be unbounded
+                self._send_base[(client_id, topic)] = base
+        return base
+
     def _start_send(
         self, producer: Any, topic: str, key: Any, value: Any, partition: int | None, headers: Headers | None
-    ) -> tuple[Span, list[tuple[str, Any]]]:
+    ) -> tuple[Span, Headers | None]:
         """The ``send`` span (child of the current context) and the headers with its context."""
-        attributes: dict[str, Any] = {
-            SYSTEM: "kafka",
-            OPERATION_NAME: "send",
-            OPERATION_TYPE: "send",
-            DESTINATION: topic,
-        }
+        attributes = dict(self._send_attributes(producer, topic))
         if partition is not None:
             attributes[PARTITION] = str(partition)
-        text_key = _key_attribute(key)
-        if text_key is not None:
-            attributes[KEY] = text_key
+        if key is not None:
+            text_key = _key_attribute(key)
+            if text_key is not None:
+                attributes[KEY] = text_key
         if value is None:
             attributes[TOMBSTONE] = True
-        client_id = _client_id(producer)
-        if client_id is not None:
-            attributes[CLIENT_ID] = client_id
         span = self.tracer.start_span(f"send {topic}", kind=SpanKind.PRODUCER, attributes=attributes)
+        if not span.get_span_context().is_valid:
+            return span, headers  # no trace to propagate (no SDK and no current span)
         carrier: dict[str, str] = {}
         self._propagator().inject(carrier, context=trace.set_span_in_context(span))
-        out: list[tuple[str, Any]] = [h for h in (headers or ()) if h[0] not in carrier]
+        if not carrier:
+            return span, headers
+        out: list[tuple[str, Any]] = [h for h in headers if h[0] not in carrier] if headers else []
         out.extend((name, text.encode("utf-8")) for name, text in carrier.items())
         return span, out
 
@@ -277,8 +288,9 @@ class KafkaTracing:
             _record_error(span, exc)
             span.end()
             raise
-        if span.is_recording():
-            span.set_attribute(PARTITION, str(fut.partition))
+        if not span.is_recording():
+            return fut  # nothing to add to it, and ending it does nothing
+        span.set_attribute(PARTITION, str(fut.partition))
 
         # A handle of our own: the caller cancelling theirs must not end the span early.
         def done(own: RecordFuture) -> None:
