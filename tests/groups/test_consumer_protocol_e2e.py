@@ -1,0 +1,488 @@
+"""The consumer group protocol (KIP-848, ``group_protocol="consumer"``) end to end: real
+Consumers, OrderedWorkers and TransactSessions on the embedded cluster or on Apache Kafka
+(--kafka=apache, 4.4 and 4.0).
+
+The broker computes the assignment and every member reconciles on its own; these tests
+check what the application sees: rebalance listeners (a partition is never assigned to
+a member before its previous owner's revoke listener ran), every record processed once
+while members join and leave, auto-commit, ordered workers and transactions carrying the
+member epoch, fencing of a killed member, static members, regex subscriptions, errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections import defaultdict
+from typing import Any
+
+import pytest
+from group_testlib import eventually, group_cluster
+
+from aiokafka_lite import Consumer
+from aiokafka_lite.admin import Admin
+from aiokafka_lite.broker.cluster import EmbeddedCluster
+from aiokafka_lite.errors import UnsupportedAssignorError
+from aiokafka_lite.fetch import Record
+from aiokafka_lite.groups import OrderedWorkers
+from aiokafka_lite.groups.consumer_membership import ConsumerMemberState
+from aiokafka_lite.produce.producer import Producer
+from aiokafka_lite.structs import TopicPartition as TP
+from aiokafka_lite.transact import TransactSession
+
+PARTITIONS = 8
+
+# Broker timers short enough for members to meet within a test (Kafka's defaults: 5 s
+# heartbeats, 45 s sessions, and minimums of the same size).
+FAST_CONSUMER_GROUPS = {
+    "group.consumer.heartbeat.interval.ms": "300",
+    "group.consumer.min.heartbeat.interval.ms": "100",
+    "group.consumer.session.timeout.ms": "6000",
+    "group.consumer.min.session.timeout.ms": "1000",
+}
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+async def cluster(
+    request: pytest.FixtureRequest, kafka_mode: str, kafka_cluster_factory: object
+) -> EmbeddedCluster:
+    return await group_cluster(request, {}, broker_settings=FAST_CONSUMER_GROUPS)
+
+
+class Ownership:
+    """Rebalance listener bookkeeping across members: who owns what, by the callbacks."""
+
+    def __init__(self) -> None:
+        self.owner: dict[TP, str] = {}
+        self.violations: list[str] = []
+        self.events: dict[str, list[tuple[str, frozenset[TP]]]] = defaultdict(list)
+
+    def listener(self, name: str) -> Any:
+        book = self
+
+        class Listener:
+            async def on_partitions_assigned(self, tps: set[TP]) -> None:
+                book.events[name].append(("assigned", frozenset(tps)))
+                for tp in tps:
+                    if tp in book.owner:
+                        book.violations.append(f"{tp} assigned to {name} while {book.owner[tp]} owns it")
+                    book.owner[tp] = name
+
+            async def on_partitions_revoked(self, tps: set[TP]) -> None:
+                book.events[name].append(("revoked", frozenset(tps)))
+                for tp in tps:
+                    if book.owner.get(tp) == name:
+                        del book.owner[tp]
+
+            async def on_partitions_lost(self, tps: set[TP]) -> None:
+                book.events[name].append(("lost", frozenset(tps)))
+                for tp in tps:
+                    if book.owner.get(tp) == name:
+                        del book.owner[tp]
+
+        return Listener()
+
+
+class Worker:
+    """A consumer iterating in its own task, recording every record it is handed."""
+
+    def __init__(
+        self,
+        cluster: EmbeddedCluster,
+        name: str,
+        topic: str,
+        group: str,
+        seen: dict[tuple[int, int], list[str]],
+        book: Ownership | None = None,
+        **opts: Any,
+    ) -> None:
+        options = {
+            "group_id": group,
+            "group_protocol": "consumer",
+            "auto_offset_reset": "earliest",
+            "auto_commit_interval_ms": 500,
+            **opts,
+        }
+        self.name = name
+        self.seen = seen
+        listener = book.listener(name) if book is not None else None
+        self.consumer = Consumer(cluster.bootstrap, topics=[topic], listener=listener, **options)
+        self.task: asyncio.Task[None] | None = None
+        self.count = 0
+
+    async def start(self) -> Worker:
+        await self.consumer.start()
+        self.task = asyncio.create_task(self._run())
+        return self
+
+    async def _run(self) -> None:
+        async for rec in self.consumer:
+            self.seen[(rec.partition, rec.offset)].append(self.name)
+            self.count += 1
+
+    def assignment(self) -> set[TP]:
+        return self.consumer.assignment()
+
+    def stable(self) -> bool:
+        gc = self.consumer.coordinator
+        return gc is not None and gc.state is ConsumerMemberState.STABLE
+
+    async def stop(self) -> None:
+        await self.consumer.close()
+        if self.task is not None:
+            await asyncio.wait_for(self.task, 10)
+
+    async def crash(self) -> None:
+        """Die without leaving the group or committing."""
+        assert self.task is not None
+        self.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.task
+        gc = self.consumer.coordinator
+        assert gc is not None
+        for t in (gc._main_task, gc._hb_task):
+            if t is not None:
+                t.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await t
+        await self.consumer.client.close()
+
+    async def cleanup(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.consumer.close()
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+            with contextlib.suppress(BaseException):
+                await self.task
+
+
+def balanced(workers: list[Worker], topic: str) -> bool:
+    every = {TP(topic, p) for p in range(PARTITIONS)}
+    owned = [w.assignment() for w in workers]
+    if sum(len(o) for o in owned) != PARTITIONS or set().union(*owned) != every:
+        return False
+    sizes = [len(o) for o in owned]
+    return max(sizes) - min(sizes) <= 1 and all(w.stable() for w in workers)
+
+
+async def produce_until(
+    cluster: EmbeddedCluster, topic: str, stop: asyncio.Event, interval: float = 0.03, per_partition: int = 10
+) -> int:
+    n = 0
+    async with Producer(bootstrap_servers=cluster.bootstrap, linger_ms=0) as p:
+        while not stop.is_set():
+            for part in range(PARTITIONS):
+                await p.enqueue_batch(topic, [b"%d" % (n + i) for i in range(per_partition)], partition=part)
+                n += per_partition
+            await asyncio.sleep(interval)
+        await p.flush()
+    return n
+
+
+def end_offsets(cluster: EmbeddedCluster, topic: str) -> dict[int, int]:
+    return {p: cluster.high_watermark(topic, p) for p in range(PARTITIONS)}
+
+
+# ----------------------------------------------------------------------------- consumers
+
+
+@pytest.mark.parametrize("assignor", ["uniform", "range"])
+async def test_members_join_and_leave_while_records_flow_every_record_once(
+    cluster: EmbeddedCluster, assignor: str
+) -> None:
+    topic, group = unique("kip848"), unique("g")
+    cluster.create_topic(topic, PARTITIONS)
+    seen: dict[tuple[int, int], list[str]] = defaultdict(list)
+    book = Ownership()
+    workers = [
+        Worker(cluster, f"w{i}", topic, group, seen, book, group_remote_assignor=assignor) for i in range(3)
+    ]
+    stop = asyncio.Event()
+    producer = asyncio.create_task(produce_until(cluster, topic, stop))
+    try:
+        a, b, c = workers
+        await a.start()
+        await eventually(lambda: a.count > 0 and balanced([a], topic), what="a consuming")
+        await b.start()
+        await eventually(lambda: b.count > 0 and balanced([a, b], topic), what="a+b")
+        await c.start()
+        await eventually(lambda: c.count > 0 and balanced([a, b, c], topic), what="a+b+c")
+        epochs = {w.name: w.consumer.coordinator.member_epoch for w in workers}  # type: ignore[union-attr]
+        assert all(e > 0 for e in epochs.values()), epochs
+        await a.stop()
+        await eventually(lambda: balanced([b, c], topic), what="b+c")
+        await b.stop()
+        await eventually(lambda: balanced([c], topic), what="c alone")
+        stop.set()
+        total = await producer
+        ends = end_offsets(cluster, topic)
+        assert sum(ends.values()) == total
+        await eventually(lambda: len(seen) == total, limit=60, what="everything consumed")
+        await c.stop()
+    finally:
+        stop.set()
+        producer.cancel()
+        for w in workers:
+            await w.cleanup()
+    assert not book.violations, book.violations[:5]
+    twice = {k: v for k, v in seen.items() if len(v) > 1}
+    assert not twice, f"{len(twice)} records processed more than once, e.g. {sorted(twice.items())[:5]}"
+    assert set(seen) == {(p, o) for p, end in ends.items() for o in range(end)}
+    # Incremental: a member that stays is only ever told about what it gains or gives up,
+    # and c, which stayed to the end, never lost anything.
+    assert all(kind != "lost" for kind, _ in book.events["w2"])
+
+
+async def test_killed_member_is_fenced_by_the_broker_and_its_partitions_move(
+    cluster: EmbeddedCluster,
+) -> None:
+    topic, group = unique("kip848"), unique("g")
+    cluster.create_topic(topic, PARTITIONS)
+    seen: dict[tuple[int, int], list[str]] = defaultdict(list)
+    a = await Worker(cluster, "a", topic, group, seen).start()
+    b = await Worker(cluster, "b", topic, group, seen).start()
+    stop = asyncio.Event()
+    producer = asyncio.create_task(produce_until(cluster, topic, stop))
+    try:
+        await eventually(lambda: balanced([a, b], topic) and a.count > 0 and b.count > 0, limit=30)
+        await b.crash()  # no leave heartbeat, no final commit
+        await eventually(
+            lambda: balanced([a], topic), limit=30, what="a takes over after b's session expired"
+        )
+        stop.set()
+        total = await producer
+        await eventually(lambda: len(seen) == total, limit=60, what="everything consumed")
+    finally:
+        stop.set()
+        await a.cleanup()
+        await b.cleanup()
+    ends = end_offsets(cluster, topic)
+    # at-least-once: every record was processed; the killed member's uncommitted tail twice
+    assert set(seen) == {(p, o) for p, end in ends.items() for o in range(end)}
+
+
+async def test_static_member_restarting_within_the_session_gets_its_partitions_back(
+    cluster: EmbeddedCluster,
+) -> None:
+    topic, group = unique("kip848"), unique("g")
+    cluster.create_topic(topic, PARTITIONS)
+    seen: dict[tuple[int, int], list[str]] = defaultdict(list)
+    book = Ownership()
+    a = await Worker(cluster, "a", topic, group, seen, book, group_instance_id="static-a").start()
+    b = await Worker(cluster, "b", topic, group, seen, book, group_instance_id="static-b").start()
+    try:
+        await eventually(lambda: balanced([a, b], topic), limit=30)
+        before_a, before_b = a.assignment(), b.assignment()
+        b_events = len(book.events["b"])
+        await a.stop()  # epoch -2: the broker keeps a's assignment for the session timeout
+        a2 = await Worker(cluster, "a", topic, group, seen, book, group_instance_id="static-a").start()
+        try:
+            await eventually(lambda: balanced([a2, b], topic), limit=30, what="a back")
+            assert a2.assignment() == before_a
+            assert b.assignment() == before_b
+            assert len(book.events["b"]) == b_events  # b saw no rebalance at all
+        finally:
+            await a2.cleanup()
+    finally:
+        await a.cleanup()
+        await b.cleanup()
+    assert not book.violations
+
+
+async def test_regex_subscription_is_matched_by_the_broker_and_picks_up_new_topics(
+    cluster: EmbeddedCluster,
+) -> None:
+    prefix = unique("rx")
+    first, second, other = f"{prefix}-a", f"{prefix}-b", unique("other")
+    cluster.create_topic(first, 2)
+    cluster.create_topic(other, 2)
+    consumer = Consumer(
+        cluster.bootstrap,
+        pattern=f"{prefix}-.*",
+        group_id=unique("g"),
+        group_protocol="consumer",
+        auto_offset_reset="earliest",
+        metadata_max_age_ms=1000,
+    )
+    async with consumer:
+
+        async def poll_until(cond: Any, what: str) -> None:
+            async with asyncio.timeout(40):
+                while not cond():
+                    await consumer.getmany(timeout_ms=100)
+            assert cond(), what
+
+        await poll_until(lambda: consumer.assignment() == {TP(first, 0), TP(first, 1)}, "first topic")
+        cluster.create_topic(second, 1)
+        await poll_until(
+            lambda: consumer.assignment() == {TP(first, 0), TP(first, 1), TP(second, 0)}, "new topic"
+        )
+        assert consumer.coordinator is not None and consumer.coordinator.state is ConsumerMemberState.STABLE
+
+
+async def test_unknown_server_assignor_is_fatal(cluster: EmbeddedCluster) -> None:
+    topic = unique("kip848")
+    cluster.create_topic(topic, 1)
+    consumer = Consumer(
+        cluster.bootstrap,
+        topics=[topic],
+        group_id=unique("g"),
+        group_protocol="consumer",
+        group_remote_assignor="no-such-assignor",
+    )
+    async with consumer:
+        with pytest.raises(UnsupportedAssignorError):
+            async with asyncio.timeout(30):
+                while True:
+                    await consumer.getmany(timeout_ms=100)
+
+
+# ----------------------------------------------------------------------------- workers, transactions
+
+
+async def test_ordered_workers_process_every_record_once_in_order_across_rebalances(
+    cluster: EmbeddedCluster,
+) -> None:
+    topic, group = unique("kip848"), unique("g")
+    cluster.create_topic(topic, PARTITIONS)
+    n = 4000
+    async with Producer(bootstrap_servers=cluster.bootstrap, linger_ms=2) as p:
+        for part in range(PARTITIONS):
+            await p.send_batch(topic, [b"%d" % i for i in range(n // PARTITIONS)], partition=part)
+    done: dict[tuple[int, int], int] = defaultdict(int)
+    last: dict[int, int] = {}
+    order_errors: list[str] = []
+
+    async def handle(record: Record) -> None:
+        prev = last.get(record.partition, -1)
+        if record.offset <= prev:
+            order_errors.append(f"{record.partition}@{record.offset} after {prev}")
+        last[record.partition] = record.offset
+        done[(record.partition, record.offset)] += 1
+        await asyncio.sleep(0.002)
+
+    members: list[tuple[Consumer, OrderedWorkers, asyncio.Task[None]]] = []
+
+    async def join() -> tuple[Consumer, OrderedWorkers, asyncio.Task[None]]:
+        c = Consumer(
+            cluster.bootstrap,
+            topics=[topic],
+            group_id=group,
+            group_protocol="consumer",
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+        )
+        await c.start()
+        pool = OrderedWorkers(c, handle, concurrency=4, commit_interval_ms=200)
+        member = (c, pool, asyncio.create_task(pool.run()))
+        members.append(member)
+        return member
+
+    async def leave(member: tuple[Consumer, OrderedWorkers, asyncio.Task[None]]) -> None:
+        c, pool, task = member
+        pool.stop()
+        await task
+        await c.close()
+        members.remove(member)
+
+    try:
+        first = await join()
+        await eventually(lambda: len(done) > n // 10, limit=30, what="first progress")
+        second = await join()
+        await eventually(lambda: len(done) > n // 3 and bool(second[0].assignment()), limit=30)
+        await leave(first)
+        await eventually(lambda: len(done) == n, limit=60, what="everything processed")
+        await leave(second)
+    finally:
+        for c, pool, task in list(members):
+            pool.stop()
+            with contextlib.suppress(Exception):
+                await task
+            await c.close()
+    twice = {k: v for k, v in done.items() if v > 1}
+    assert not twice, sorted(twice.items())[:5]
+    # Order holds within each owner; a partition that moves restarts after the last
+    # committed offset, so the offsets a member handles only ever increase.
+    assert not order_errors, order_errors[:5]
+
+
+async def test_transact_session_exactly_once_with_member_epochs(cluster: EmbeddedCluster) -> None:
+    src, out, group = unique("eos-in"), unique("eos-out"), unique("eos")
+    cluster.create_topic(src, 4)
+    cluster.create_topic(out, 2)
+    n = 3000
+    async with Producer(bootstrap_servers=cluster.bootstrap, linger_ms=2) as p:
+        for part in range(4):
+            await p.send_batch(src, [b"%d" % i for i in range(part, n, 4)], partition=part)
+
+    async def handler(batch: dict[TP, list[Record]], producer: Producer) -> None:
+        for recs in batch.values():
+            await producer.enqueue_batch(out, [b"out-" + r.value for r in recs], keys=[r.value for r in recs])
+        await asyncio.sleep(0.01)
+
+    sessions: dict[str, tuple[TransactSession, asyncio.Task[None]]] = {}
+
+    async def start(tid: str) -> None:
+        session = TransactSession(
+            cluster.bootstrap,
+            group_id=group,
+            transactional_id=tid,
+            topics=[src],
+            consumer_options={
+                "group_protocol": "consumer",
+                "auto_offset_reset": "earliest",
+                "max_poll_records": 100,
+            },
+            producer_options={"linger_ms": 2},
+        )
+        await session.start()
+
+        async def run() -> None:
+            while True:
+                await session.process(handler, timeout_ms=100)
+
+        sessions[tid] = (session, asyncio.create_task(run()))
+
+    async def stop(tid: str) -> None:
+        session, task = sessions.pop(tid)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await session.close()
+
+    async def committed() -> int:
+        async with Admin(cluster.bootstrap) as admin:
+            offsets = await admin.list_group_offsets(group)
+        return sum(max(o.offset, 0) for tp, o in offsets.items() if tp.topic == src)
+
+    async def wait_committed(at_least: int) -> None:
+        async with asyncio.timeout(90):
+            while await committed() < at_least:  # noqa: ASYNC110 - a remote condition, polled
+                await asyncio.sleep(0.1)
+
+    try:
+        await start("848-a")
+        await wait_committed(300)
+        await start("848-b")  # rebalance under load
+        group_meta = sessions["848-a"][0].consumer.group_metadata()
+        assert group_meta.generation_id > 0  # the member epoch stands for the generation
+        await wait_committed(1500)
+        await stop("848-a")
+        await wait_committed(n)
+    finally:
+        for tid in list(sessions):
+            with contextlib.suppress(Exception):
+                await stop(tid)
+    rc: list[bytes] = []
+    consumer = Consumer(cluster.bootstrap, isolation_level="read_committed", auto_offset_reset="earliest")
+    async with consumer:
+        consumer.assign([TP(out, 0), TP(out, 1)])
+        async with asyncio.timeout(30):
+            while len(rc) < n:
+                batch = await consumer.getmany(timeout_ms=500)
+                rc += [r.value for recs in batch.values() for r in recs]
+    assert sorted(rc) == sorted(b"out-%d" % i for i in range(n))
