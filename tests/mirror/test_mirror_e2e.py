@@ -177,3 +177,42 @@ async def test_prefix_rename_into_an_existing_topic_with_other_partition_count(
             numbers = [int(v.rsplit(b"/", 1)[1]) for v in values if v.startswith(f"clicks/{p}/".encode())]
             assert numbers == sorted(numbers)
     assert mirror.stats().topics_created == 0
+
+
+async def test_exactly_once_from_the_embedded_broker_to_apache_kafka_stores_positions_on_the_target(
+    kafka_cluster_factory: Any, apache_kafka: Any
+) -> None:
+    """Embedded source, Apache Kafka target (with --kafka=apache: a second Apache Kafka
+    as the source). The positions live in the target group, keyed by target topic and
+    source partition, with the source topic as metadata."""
+    source = await kafka_cluster_factory()
+    target = apache_kafka
+    await create_topics(source.bootstrap, {"ledger": 3})
+    await produce(source.bootstrap, "ledger", 3, 40)
+    mirror = Mirror(
+        source.bootstrap,
+        target.bootstrap,
+        include="ledger",
+        rename="{topic}.copy",
+        group_id="eos-x",
+        exactly_once=True,
+        instance_id="x1",
+        commit_interval_ms=100,
+        source_options=FAST_SOURCE,
+    )
+    async with running(mirror):
+        records = await read_all(target.bootstrap, "ledger.copy", 120, read_committed=True)
+        await wait_for(
+            lambda: _all_positions(mirror, 40), "every partition's position committed", timeout_s=30
+        )
+    assert by_partition(records) == {p: [record_value("ledger", p, i) for i in range(40)] for p in range(3)}
+    assert mirror.stats().transactions >= 1
+    async with Admin(target.bootstrap) as admin:
+        stored = await admin.list_group_offsets("eos-x")
+    positions = {tp: (o.offset, o.metadata) for tp, o in stored.items()}
+    assert positions == {TopicPartition("ledger.copy", p): (40, "ledger") for p in range(3)}
+
+
+async def _all_positions(mirror: Mirror, offset: int) -> bool:
+    parts = mirror.stats().partitions
+    return len(parts) == 3 and all(p.position == offset for p in parts.values())

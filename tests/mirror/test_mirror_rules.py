@@ -319,3 +319,13 @@ def test_cli_usage_errors(argv: list[str], message: str, capsys: pytest.CaptureF
     code = cli_run(["mirror", "--source", "127.0.0.1:1", "--target", "127.0.0.1:2", *argv])
     assert code == 2
     assert message in capsys.readouterr().err
+
+
+async def test_progress_without_rich_installed_is_plain_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "rich", None)  # "import rich" now raises ImportError
+    out = io.StringIO()
+    async with ProgressDisplay(_FakeMirror(), interval_s=0.05, plain=False, file=out) as display:
+        assert display.plain
+    assert out.getvalue().splitlines()[-1].startswith("mirror: 2 partitions, 90 records copied")
