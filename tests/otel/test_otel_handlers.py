@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from conftest import Spans, unique
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind
@@ -16,7 +17,22 @@ from aiokafka_lite.fetch import Record
 from aiokafka_lite.groups.workers import OrderedWorkers
 from aiokafka_lite.share import ShareConsumer, ShareRecord, ShareWorkers
 from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.testing.apache import ApacheCluster
 from aiokafka_lite.transact import TransactSession
+
+
+@pytest.fixture(params=["embedded", "apache"])
+def share_broker(request: pytest.FixtureRequest) -> EmbeddedCluster | ApacheCluster:
+    """``kafka_cluster`` (embedded, or Apache under --kafka=apache), then always Apache Kafka.
+
+    Share groups need Kafka 4.1+ (KIP-932's released protocol, which this client speaks;
+    4.0 had an early-access version of it), so a 4.0 broker cannot run them."""
+    fixture = "kafka_cluster" if request.param == "embedded" else "apache_kafka"
+    broker: EmbeddedCluster | ApacheCluster = request.getfixturevalue(fixture)
+    version = getattr(broker, "version", None)
+    if version is not None and tuple(int(x) for x in version.split(".")[:2]) < (4, 1):
+        pytest.skip(f"share groups need Apache Kafka 4.1 or later, this broker is {version}")
+    return broker
 
 
 def assert_chain(spans: Spans, handler_span_id: int, send: ReadableSpan) -> ReadableSpan:
@@ -75,8 +91,9 @@ async def test_ordered_workers_run_the_handler_in_the_records_trace(
 
 
 async def test_share_workers_run_the_handler_in_the_records_trace(
-    kafka_cluster: EmbeddedCluster, spans: Spans
+    share_broker: EmbeddedCluster | ApacheCluster, spans: Spans
 ) -> None:
+    kafka_cluster = share_broker
     topic, group = unique("share"), unique("share-group")
     kafka_cluster.create_topic(topic, 1)
     async with Admin(kafka_cluster.bootstrap) as admin:
