@@ -17,6 +17,7 @@ from typing import Any
 
 import _cases  # noqa: F401  (registers the cases)
 import _cases_other  # noqa: F401
+import _cases_share_admin  # noqa: F401
 import pytest
 from _diffkit import CASES, Observation, Target
 
