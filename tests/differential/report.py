@@ -18,6 +18,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 
 import _cases  # noqa: F401  (registers the cases)
+import _cases_consumer_groups  # noqa: F401
 import _cases_other  # noqa: F401
 import _cases_share_admin  # noqa: F401
 from _diffkit import CASES, Target, kafka_generation

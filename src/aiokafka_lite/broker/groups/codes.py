@@ -30,6 +30,12 @@ GROUP_ID_NOT_FOUND: Final = errors.GroupIdNotFoundError.code
 GROUP_SUBSCRIBED_TO_TOPIC: Final = errors.GroupSubscribedToTopicError.code
 UNSTABLE_OFFSET_COMMIT: Final = errors.UnstableOffsetCommitError.code
 INVALID_REQUEST: Final = errors.InvalidRequestError.code
+UNSUPPORTED_VERSION: Final = errors.UnsupportedVersionError.code
+FENCED_MEMBER_EPOCH: Final = errors.FencedMemberEpochError.code
+UNRELEASED_INSTANCE_ID: Final = errors.UnreleasedInstanceIdError.code
+UNSUPPORTED_ASSIGNOR: Final = errors.UnsupportedAssignorError.code
+STALE_MEMBER_EPOCH: Final = errors.StaleMemberEpochError.code
+INVALID_REGULAR_EXPRESSION: Final = errors.InvalidRegularExpressionError.code
 
 GROUP_KEY: Final = 0
 TXN_KEY: Final = 1

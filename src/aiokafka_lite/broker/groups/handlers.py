@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 
 from aiokafka_lite.broker.context import HandlerRegistry, RequestContext
-from aiokafka_lite.broker.groups.classic_group import GroupState, JoinResult, SyncResult
+from aiokafka_lite.broker.groups.assignors import Assignment
+from aiokafka_lite.broker.groups.base import _wall_ms
+from aiokafka_lite.broker.groups.classic_group import GroupState, JoinResult
 from aiokafka_lite.broker.groups.codes import (
     _GROUP_OPERATIONS,
     COORDINATOR_NOT_AVAILABLE,
@@ -20,11 +21,17 @@ from aiokafka_lite.broker.groups.codes import (
     TXN_KEY,
     UNKNOWN_TOPIC_OR_PARTITION,
 )
+from aiokafka_lite.broker.groups.consumer import HeartbeatRequestData
+from aiokafka_lite.broker.groups.consumer_group import ConsumerGroup
 from aiokafka_lite.broker.groups.offsets import OffsetCoordinator
 from aiokafka_lite.broker.offsets import CommittedOffset
 from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.message import Request, Response
 from aiokafka_lite.wire.messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
     DeleteGroupsRequest,
     DeleteGroupsResponse,
     DescribeGroupsRequest,
@@ -71,6 +78,8 @@ class GroupRequestHandlers(OffsetCoordinator):
         registry.register(DeleteGroupsRequest.API_KEY, self.handle_delete_groups, 0, 2)
         registry.register(OffsetDeleteRequest.API_KEY, self.handle_offset_delete, 0, 0)
         registry.register(TxnOffsetCommitRequest.API_KEY, self.handle_txn_offset_commit, 0, 4)
+        registry.register(ConsumerGroupHeartbeatRequest.API_KEY, self.handle_consumer_group_heartbeat, 0, 1)
+        registry.register(ConsumerGroupDescribeRequest.API_KEY, self.handle_consumer_group_describe, 0, 1)
 
     async def handle_find_coordinator(self, ctx: RequestContext, req: Request) -> Response:
         assert isinstance(req, FindCoordinatorRequest)
@@ -202,6 +211,7 @@ class GroupRequestHandlers(OffsetCoordinator):
                 req.group_instance_id if v >= 7 else None,
                 offsets,
                 unknown_group_error=GROUP_ID_NOT_FOUND if v >= 9 else ILLEGAL_GENERATION,
+                api_version=v,
             )
         return OffsetCommitResponse(
             topics=[
@@ -280,6 +290,13 @@ class GroupRequestHandlers(OffsetCoordinator):
                         OffsetFetchResponse.OffsetFetchResponseGroup(group_id=g.group_id, error_code=err)
                     )
                     continue
+                if v >= 9:
+                    err = self.validate_offset_fetch(g.group_id, g.member_id, g.member_epoch)
+                    if err:
+                        groups.append(
+                            OffsetFetchResponse.OffsetFetchResponseGroup(group_id=g.group_id, error_code=err)
+                        )
+                        continue
                 fetched = self.fetch_offsets(g.group_id, tps, require_stable)
                 by_topic: dict[str, list[OffsetFetchResponse.OffsetFetchResponsePartitions]] = {}
                 for tp, (c, e) in fetched.items():
@@ -344,6 +361,11 @@ class GroupRequestHandlers(OffsetCoordinator):
             group = self.groups.get(group_id)
             if err:
                 d.error_code = err
+            elif group_id in self.consumer_groups:
+                d.group_state = GroupState.DEAD.value
+                if v >= 6:
+                    d.error_code = GROUP_ID_NOT_FOUND
+                    d.error_message = f"Group {group_id} is not a classic group."
             elif group is None or group.state is GroupState.DEAD:
                 d.group_state = GroupState.DEAD.value
                 if v >= 6:
@@ -388,6 +410,21 @@ class GroupRequestHandlers(OffsetCoordinator):
                         group_type="classic",
                     )
                 )
+        if not types or "consumer" in types:
+            for cgroup in self.consumer_groups.values():
+                state = cgroup.state().value
+                if self.coordinator_error(cgroup.group_id, ctx.broker_id):
+                    continue
+                if states and state.lower() not in states:
+                    continue
+                listed.append(
+                    ListGroupsResponse.ListedGroup(
+                        group_id=cgroup.group_id,
+                        protocol_type="consumer",
+                        group_state=state,
+                        group_type="consumer",
+                    )
+                )
         return ListGroupsResponse(groups=listed)
 
     async def handle_delete_groups(self, ctx: RequestContext, req: Request) -> Response:
@@ -428,6 +465,118 @@ class GroupRequestHandlers(OffsetCoordinator):
             ]
         )
 
+    # -- consumer groups (KIP-848) ---------------------------------------------------------
+    async def handle_consumer_group_heartbeat(self, ctx: RequestContext, req: Request) -> Response:
+        assert isinstance(req, ConsumerGroupHeartbeatRequest)
+        err = self.coordinator_error(req.group_id, ctx.broker_id) if req.group_id else NONE
+        if err:
+            return ConsumerGroupHeartbeatResponse(error_code=err)
+        result = self.consumer_heartbeat(
+            HeartbeatRequestData(
+                group_id=req.group_id,
+                member_id=req.member_id,
+                member_epoch=req.member_epoch,
+                instance_id=req.instance_id,
+                rack_id=req.rack_id,
+                rebalance_timeout_ms=req.rebalance_timeout_ms,
+                subscribed_topic_names=req.subscribed_topic_names,
+                subscribed_topic_regex=req.subscribed_topic_regex if ctx.api_version >= 1 else None,
+                server_assignor=req.server_assignor,
+                owned=(
+                    None
+                    if req.topic_partitions is None
+                    else [(tp.topic_id, list(tp.partitions)) for tp in req.topic_partitions]
+                ),
+                client_id=ctx.client_id or "",
+                client_host="/" + ctx.client_host,
+                api_version=ctx.api_version,
+            )
+        )
+        resp = ConsumerGroupHeartbeatResponse(
+            error_code=result.error,
+            error_message=result.message,
+            member_id=result.member_id,
+            member_epoch=result.member_epoch,
+            heartbeat_interval_ms=result.heartbeat_interval_ms,
+        )
+        if result.assignment is not None:
+            resp.assignment = ConsumerGroupHeartbeatResponse.Assignment(
+                topic_partitions=[
+                    ConsumerGroupHeartbeatResponse.TopicPartitions(topic_id=t, partitions=sorted(ps))
+                    for t, ps in sorted(result.assignment.items(), key=lambda kv: str(kv[0]))
+                ]
+            )
+        return resp
+
+    def _described_assignment(self, a: Assignment) -> ConsumerGroupDescribeResponse.Assignment:
+        parts = []
+        for t, ps in sorted(a.items(), key=lambda kv: str(kv[0])):
+            topic = self.cluster.topics_by_id.get(t)
+            if topic is not None and ps:
+                parts.append(
+                    ConsumerGroupDescribeResponse.TopicPartitions(
+                        topic_id=t, topic_name=topic.name, partitions=sorted(ps)
+                    )
+                )
+        return ConsumerGroupDescribeResponse.Assignment(topic_partitions=parts)
+
+    def _describe_consumer_group(
+        self, group: ConsumerGroup, v: int
+    ) -> ConsumerGroupDescribeResponse.DescribedGroup:
+        return ConsumerGroupDescribeResponse.DescribedGroup(
+            group_id=group.group_id,
+            group_state=group.state().value,
+            group_epoch=group.group_epoch,
+            assignment_epoch=group.assignment_epoch,
+            assignor_name=group.preferred_assignor(self.assignor_names()[0]),
+            members=[
+                ConsumerGroupDescribeResponse.Member(
+                    member_id=m.member_id,
+                    instance_id=m.instance_id,
+                    rack_id=m.rack_id,
+                    member_epoch=m.member_epoch,
+                    client_id=m.client_id,
+                    client_host=m.client_host,
+                    subscribed_topic_names=list(m.subscribed_topic_names),
+                    subscribed_topic_regex=m.subscribed_topic_regex or "",
+                    assignment=self._described_assignment(m.owned()),
+                    target_assignment=self._described_assignment(group.target.get(m.member_id, {})),
+                    member_type=1 if v >= 1 else -1,
+                )
+                for m in group.members.values()
+            ],
+        )
+
+    async def handle_consumer_group_describe(self, ctx: RequestContext, req: Request) -> Response:
+        assert isinstance(req, ConsumerGroupDescribeRequest)
+        v = ctx.api_version
+        out: list[ConsumerGroupDescribeResponse.DescribedGroup] = []
+        for group_id in req.group_ids:
+            if not group_id:
+                d = ConsumerGroupDescribeResponse.DescribedGroup(
+                    group_id=group_id, error_code=INVALID_GROUP_ID
+                )
+            elif err := self.coordinator_error(group_id, ctx.broker_id):
+                d = ConsumerGroupDescribeResponse.DescribedGroup(group_id=group_id, error_code=err)
+            elif (cgroup := self.consumer_groups.get(group_id)) is not None:
+                d = self._describe_consumer_group(cgroup, v)
+            else:
+                classic = self.groups.get(group_id)
+                exists = classic is not None and classic.state is not GroupState.DEAD
+                d = ConsumerGroupDescribeResponse.DescribedGroup(
+                    group_id=group_id,
+                    error_code=GROUP_ID_NOT_FOUND,
+                    error_message=(
+                        f"Group {group_id} is not a consumer group."
+                        if exists
+                        else f"Group {group_id} not found."
+                    ),
+                )
+            if req.include_authorized_operations and d.error_code == NONE:
+                d.authorized_operations = _GROUP_OPERATIONS
+            out.append(d)
+        return ConsumerGroupDescribeResponse(groups=out)
+
 
 def _join_response(v: int, r: JoinResult) -> JoinGroupResponse:
     resp = JoinGroupResponse(
@@ -447,15 +596,3 @@ def _join_response(v: int, r: JoinResult) -> JoinGroupResponse:
         for mid, iid, meta in members
     ]
     return resp
-
-
-def _wall_ms() -> int:
-    return int(time.time() * 1000)
-
-
-def _join_future() -> asyncio.Future[JoinResult]:
-    return asyncio.get_running_loop().create_future()
-
-
-def _sync_future() -> asyncio.Future[SyncResult]:
-    return asyncio.get_running_loop().create_future()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 
-from aiokafka_lite.broker.groups.classic import ClassicGroupCoordinator
 from aiokafka_lite.broker.groups.classic_group import Group, GroupState
 from aiokafka_lite.broker.groups.codes import (
     COORDINATOR_NOT_AVAILABLE,
@@ -17,20 +16,51 @@ from aiokafka_lite.broker.groups.codes import (
     NONE,
     OFFSET_METADATA_TOO_LARGE,
     REBALANCE_IN_PROGRESS,
+    STALE_MEMBER_EPOCH,
     UNKNOWN_MEMBER_ID,
     UNKNOWN_TOPIC_OR_PARTITION,
     UNSTABLE_OFFSET_COMMIT,
+    UNSUPPORTED_VERSION,
 )
+from aiokafka_lite.broker.groups.consumer import ConsumerGroupCoordinator
+from aiokafka_lite.broker.groups.consumer_group import ConsumerGroup
 from aiokafka_lite.broker.offsets import CommittedOffset
 from aiokafka_lite.structs import TopicPartition
 
 log = logging.getLogger("aiokafka_lite.broker.groups")
 
 
-class OffsetCoordinator(ClassicGroupCoordinator):
+class OffsetCoordinator(ConsumerGroupCoordinator):
     """Committed offsets of groups: commit, transactional commit, fetch, delete."""
 
     # -- offsets ---------------------------------------------------------------------------
+    @staticmethod
+    def _validate_consumer_group_commit(
+        group: ConsumerGroup, member_epoch: int, member_id: str, transactional: bool, api_version: int
+    ) -> int:
+        """Kafka's checks of a commit to a consumer group (KIP-848): the member epoch."""
+        if member_epoch < 0 and not group.members:
+            return NONE  # admin or manual commits to an empty group
+        member = group.members.get(member_id)
+        if member is None:
+            return UNKNOWN_MEMBER_ID
+        if not transactional and api_version < 9:
+            # Members of the new protocol commit with OffsetCommit v9+ (member epochs).
+            return UNSUPPORTED_VERSION
+        if member_epoch != member.member_epoch:
+            return STALE_MEMBER_EPOCH
+        return NONE
+
+    def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
+        """OffsetFetch v9+ from a consumer group member: its epoch must be current."""
+        group = self.consumer_groups.get(group_id)
+        if group is None or member_epoch == -1:
+            return NONE
+        member = group.members.get(member_id or "")
+        if member is None:
+            return UNKNOWN_MEMBER_ID
+        return NONE if member_epoch == member.member_epoch else STALE_MEMBER_EPOCH
+
     def _validate_offset_commit(
         self, group: Group, generation_id: int, member_id: str, instance_id: str | None, transactional: bool
     ) -> int:
@@ -74,9 +104,17 @@ class OffsetCoordinator(ClassicGroupCoordinator):
         offsets: dict[TopicPartition, CommittedOffset],
         *,
         unknown_group_error: int = ILLEGAL_GENERATION,
+        api_version: int = 9,
     ) -> dict[TopicPartition, int]:
         """OffsetCommit after the coordinator check; per-partition error codes."""
         errs, valid = self._partition_errors(offsets)
+        cgroup = self.consumer_groups.get(group_id)
+        if cgroup is not None:
+            err = self._validate_consumer_group_commit(cgroup, generation_id, member_id, False, api_version)
+            if err:
+                return {tp: errs.get(tp, err) for tp in offsets}
+            self.offsets.commit(group_id, valid)
+            return {tp: errs.get(tp, NONE) for tp in offsets}
         group = self.groups.get(group_id)
         if group is None:
             if generation_id >= 0:
@@ -107,8 +145,12 @@ class OffsetCoordinator(ClassicGroupCoordinator):
     ) -> dict[TopicPartition, int]:
         """TxnOffsetCommit: offsets stay pending until the producer's transaction ends."""
         errs, valid = self._partition_errors(offsets)
-        group = self._get_or_create(group_id)
-        err = self._validate_offset_commit(group, generation_id, member_id, group_instance_id, True)
+        cgroup = self.consumer_groups.get(group_id)
+        if cgroup is not None:
+            err = self._validate_consumer_group_commit(cgroup, generation_id, member_id, True, 9)
+        else:
+            group = self._get_or_create(group_id)
+            err = self._validate_offset_commit(group, generation_id, member_id, group_instance_id, True)
         if err == NONE:
             txn = self._txn_coordinator()
             if txn is not None:
@@ -128,7 +170,7 @@ class OffsetCoordinator(ClassicGroupCoordinator):
     ) -> dict[TopicPartition, tuple[CommittedOffset | None, int]]:
         """OffsetFetch after the coordinator check: (offset or None, error) per partition."""
         group = self.groups.get(group_id)
-        if group is None or group.state is GroupState.DEAD:
+        if group_id not in self.consumer_groups and (group is None or group.state is GroupState.DEAD):
             return {tp: (None, NONE) for tp in tps or ()}
         wanted = list(tps) if tps is not None else sorted(self.offsets.all(group_id))
         out: dict[TopicPartition, tuple[CommittedOffset | None, int]] = {}
@@ -143,10 +185,19 @@ class OffsetCoordinator(ClassicGroupCoordinator):
         self, group_id: str, tps: Sequence[TopicPartition]
     ) -> tuple[int, dict[TopicPartition, int]]:
         """OffsetDelete after the coordinator check: (group error, per-partition errors)."""
+        out: dict[TopicPartition, int] = {}
+        cgroup = self.consumer_groups.get(group_id)
+        if cgroup is not None:
+            in_use: set[str] = set()
+            for m in cgroup.members.values():
+                in_use |= self._subscribed_topics(cgroup, m)
+            for tp in tps:
+                out[tp] = GROUP_SUBSCRIBED_TO_TOPIC if tp.topic in in_use else NONE
+            self.offsets.delete(group_id, [tp for tp, e in out.items() if e == NONE])
+            return NONE, out
         group = self.groups.get(group_id)
         if group is None or group.state is GroupState.DEAD:
             return GROUP_ID_NOT_FOUND, {}
-        out: dict[TopicPartition, int] = {}
         eligible: list[TopicPartition] = []
         if group.state is GroupState.EMPTY:
             eligible = list(tps)
