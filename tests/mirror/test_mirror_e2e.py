@@ -8,6 +8,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+import pytest
 from mirror_testlib import (
     FAST_SOURCE,
     by_partition,
@@ -216,3 +217,35 @@ async def test_exactly_once_from_the_embedded_broker_to_apache_kafka_stores_posi
 async def _all_positions(mirror: Mirror, offset: int) -> bool:
     parts = mirror.stats().partitions
     return len(parts) == 3 and all(p.position == offset for p in parts.values())
+
+
+async def test_cancelling_run_still_delivers_and_commits_what_was_read(clusters: tuple[Any, Any]) -> None:
+    source, target = clusters
+    await create_topics(source.bootstrap, {"cancel": 2})
+    await produce(source.bootstrap, "cancel", 2, 30)
+    tps = [TopicPartition("cancel", p) for p in range(2)]
+    # No periodic commit: only the stop commits.
+    mirror = Mirror(
+        source.bootstrap,
+        target.bootstrap,
+        include="cancel",
+        group_id="cancel-mirror",
+        commit_interval_ms=600_000,
+        source_options=FAST_SOURCE,
+    )
+    async with mirror:
+        task = asyncio.ensure_future(mirror.run())
+
+        async def all_read() -> bool:
+            assert not task.done(), task
+            parts = mirror.stats().partitions
+            return len(parts) == 2 and all(p.read == 30 for p in parts.values())
+
+        await wait_for(all_read, "every record handed to the target producer")
+        assert await committed(source.bootstrap, "cancel-mirror", tps) == dict.fromkeys(tps, -1)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert await committed(source.bootstrap, "cancel-mirror", tps) == dict.fromkeys(tps, 30)
+    records = await read_all(target.bootstrap, "cancel", 60)
+    assert by_partition(records) == {p: [record_value("cancel", p, i) for i in range(30)] for p in range(2)}

@@ -247,6 +247,8 @@ class Mirror:
         self._targets: dict[str, TargetTopic] = {}
         self._stop = asyncio.Event()
         self._running = False
+        #: Stopping was cancelled: close without delivering or committing more.
+        self._abandoned = False
         self._idle = asyncio.Event()
         self._idle.set()
         self._started = False
@@ -324,14 +326,19 @@ class Mirror:
         self._stop.set()
         await self._idle.wait()  # a run() in another task finishes (flush, commit) first
         try:
-            if self._consumer is not None and self._producer is not None and not self._producer.closed:
+            if (
+                self._consumer is not None
+                and self._producer is not None
+                and not self._producer.closed
+                and not self._abandoned
+            ):
                 with contextlib.suppress(E.KafkaError):
                     await self._finish()
         finally:
             if self._consumer is not None:
                 await self._consumer.close()  # revokes: the callback commits once more
             if self._producer is not None:
-                await self._producer.close()
+                await self._producer.close(flush=not self._abandoned)
             for admin in (self._source_admin, self._target_admin):
                 if admin is not None:
                     await admin.close()
@@ -363,12 +370,23 @@ class Mirror:
                     next_commit = loop.time() + self.commit_interval_ms / 1000
             await self._finish()
         except asyncio.CancelledError:
-            # Cancelled (Ctrl-C under asyncio.run): still deliver and commit what was read.
+            if self._stop.is_set():
+                # Cancelled while already stopping (a second Ctrl-C): give up waiting. What
+                # was not committed is copied again by the next run (nothing is lost).
+                self._abandoned = True
+                raise
+            # Cancelled as the way to stop (Ctrl-C under asyncio.run): still deliver and
+            # commit what was read, then let the cancellation through.
+            self._stop.set()
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
-            with contextlib.suppress(E.KafkaError):
-                await self._finish()
+            try:
+                with contextlib.suppress(E.KafkaError):
+                    await self._finish()
+            except asyncio.CancelledError:
+                self._abandoned = True
+                raise
             raise
         finally:
             self._running = False
@@ -610,7 +628,7 @@ class Mirror:
         producer = self._producer
         assert producer is not None
         mine = revoked & set(self._parts)
-        if mine:
+        if mine and not self._abandoned:
             try:
                 if self.exactly_once:
                     await self._commit_transaction()
@@ -620,6 +638,8 @@ class Mirror:
             finally:
                 for tp in mine:
                     del self._parts[tp]
+        for tp in mine:
+            self._parts.pop(tp, None)
         self._forget_unused_targets()
 
     async def _on_lost(self, lost: set[TopicPartition]) -> None:
