@@ -23,7 +23,7 @@ from group_testlib import eventually, group_cluster
 from aiokafka_lite import Consumer
 from aiokafka_lite.admin import Admin
 from aiokafka_lite.broker.cluster import EmbeddedCluster
-from aiokafka_lite.errors import UnsupportedAssignorError
+from aiokafka_lite.errors import GroupIdNotFoundError, UnsupportedAssignorError
 from aiokafka_lite.fetch import Record
 from aiokafka_lite.groups import OrderedWorkers
 from aiokafka_lite.groups.consumer_membership import ConsumerMemberState
@@ -486,3 +486,58 @@ async def test_transact_session_exactly_once_with_member_epochs(cluster: Embedde
                 batch = await consumer.getmany(timeout_ms=500)
                 rc += [r.value for recs in batch.values() for r in recs]
     assert sorted(rc) == sorted(b"out-%d" % i for i in range(n))
+
+
+# ----------------------------------------------------------------------------- admin
+
+
+async def test_admin_describes_and_lists_groups_of_both_protocols(cluster: EmbeddedCluster) -> None:
+    topic, group, classic_group, nobody = unique("kip848"), unique("g"), unique("classic"), unique("nobody")
+    cluster.create_topic(topic, PARTITIONS)
+    seen: dict[tuple[int, int], list[str]] = defaultdict(list)
+    a = await Worker(cluster, "a", topic, group, seen, group_remote_assignor="uniform").start()
+    b = await Worker(cluster, "b", topic, group, seen, group_remote_assignor="uniform").start()
+    classic = Consumer(
+        cluster.bootstrap,
+        topics=[topic],
+        group_id=classic_group,
+        group_protocol="classic",
+        heartbeat_interval_ms=200,
+    )
+    try:
+        await eventually(lambda: balanced([a, b], topic), limit=30)
+        await classic.start()
+        async with asyncio.timeout(30):
+            while not classic.assignment():
+                await classic.getmany(timeout_ms=100)
+        async with Admin(cluster.bootstrap) as admin:
+            described = await admin.describe_consumer_groups([group, classic_group, nobody])
+            d = described[group]
+            assert d.error is None and d.type == "consumer"
+            assert d.state == "Stable" and d.assignor == "uniform"
+            assert d.group_epoch is not None and d.group_epoch > 0
+            assert d.target_assignment_epoch == d.group_epoch
+            by_id = {m.member_id: m for m in d.members}
+            for w in (a, b):
+                gc = w.consumer.coordinator
+                assert gc is not None
+                m = by_id[gc.membership.member_id]
+                assert m.member_epoch == gc.member_epoch  # type: ignore[attr-defined]
+                assert set(m.assignment) == w.assignment()
+                assert m.target_assignment == m.assignment  # reconciled
+                assert m.subscribed_topics == (topic,)
+                assert m.member_type in ("consumer", "")  # "" before ConsumerGroupDescribe v1
+            c = described[classic_group]
+            assert c.error is None and c.type == "classic" and c.state == "Stable"
+            assert c.group_epoch is None and [set(m.assignment) for m in c.members] == [classic.assignment()]
+            assert isinstance(described[nobody].error, GroupIdNotFoundError)
+            listed = await admin.list_consumer_groups(types=["consumer"])
+            ids = {g.group_id for g in listed.groups}
+            assert group in ids and classic_group not in ids
+            listed = await admin.list_consumer_groups()
+            ids = {g.group_id for g in listed.groups}
+            assert {group, classic_group} <= ids
+    finally:
+        await classic.close()
+        await a.cleanup()
+        await b.cleanup()

@@ -1,6 +1,7 @@
 """Cluster administration: ``Admin`` and its typed inputs and results."""
 
 from aiokafka_lite.admin.client import Admin
+from aiokafka_lite.admin.consumer_groups import ConsumerGroupDescription, ConsumerGroupMember
 from aiokafka_lite.admin.share_groups import ShareGroupDescription, ShareGroupOffset, ShareMemberDescription
 from aiokafka_lite.admin.types import (
     AlterConfigOp,
@@ -38,6 +39,8 @@ __all__ = [
     "ConfigResource",
     "ConfigResourceType",
     "ConfigSource",
+    "ConsumerGroupDescription",
+    "ConsumerGroupMember",
     "CreateTopicResult",
     "DeleteRecordsResult",
     "GroupDescription",

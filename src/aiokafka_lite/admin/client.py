@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Literal, TypeVar
 
 from aiokafka_lite import errors as E
+from aiokafka_lite.admin.consumer_groups import ConsumerGroupsAdmin
 from aiokafka_lite.admin.share_groups import ShareGroupsAdmin
 from aiokafka_lite.admin.types import (
     AlterConfigOp,
@@ -105,12 +106,14 @@ def _err(code: int, message: str | None = None) -> E.KafkaError | None:
     return E.error_for(code, message or None) if code else None
 
 
-class Admin(ShareGroupsAdmin):
+class Admin(ShareGroupsAdmin, ConsumerGroupsAdmin):
     """Cluster administration over a (shared or owned) ``Client``.
 
     ``async with Admin("127.0.0.1:9092") as admin: ...``, or ``Admin(client=shared)``
     to reuse a Producer's/Consumer's client (then closing the Admin leaves it open).
     Share-group methods come from ``ShareGroupsAdmin`` (admin/share_groups.py).
+    Consumer-group methods of both protocols (``describe_consumer_groups``,
+    ``list_consumer_groups``) come from ``ConsumerGroupsAdmin`` (admin/consumer_groups.py).
     Extra keyword options are ``ClientConfig`` options for an owned client; an owned
     client never auto-creates topics through metadata requests.
     """

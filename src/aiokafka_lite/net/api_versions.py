@@ -85,8 +85,7 @@ IMPLEMENTED_APIS: Final[tuple[tuple[int, str, int], ...]] = (
     (65, "DescribeTransactions", 0),
     (66, "ListTransactions", 2),
     (68, "ConsumerGroupHeartbeat", 1),
-    # v1 adds each member's type (classic or consumer protocol), not described yet.
-    (69, "ConsumerGroupDescribe", 0),
+    (69, "ConsumerGroupDescribe", 1),
     (71, "GetTelemetrySubscriptions", 0),
     (72, "PushTelemetry", 0),
     (74, "ListConfigResources", 1),

@@ -1,0 +1,249 @@
+"""Consumer-group administration across both group protocols: ``describe_consumer_groups``
+and ``list_consumer_groups`` (a mixin of ``Admin``, like ``ShareGroupsAdmin``).
+
+As Kafka's Java admin, ``describe_consumer_groups`` asks the coordinator with
+``ConsumerGroupDescribe`` (KIP-848) first: a group of the consumer protocol comes back
+with its group epoch, target assignment epoch, assignor, and per member its epoch, its
+current assignment and the target assignment the broker reconciles it to. A group the
+broker reports as unknown to that API (``GROUP_ID_NOT_FOUND``: it is a classic group, or
+it does not exist) and every group on a broker without the API are described with the
+classic ``DescribeGroups`` instead, and reported with type ``"classic"``. A group that
+does not exist comes back as Kafka 4 answers DescribeGroups: ``GroupIdNotFoundError``
+(older brokers describe it as an empty group in state ``"Dead"``)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypeVar
+
+from aiokafka_lite import errors as E
+from aiokafka_lite.admin.types import GroupDescription, ListGroupsResult, Results
+from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.wire.message import Request, Response
+from aiokafka_lite.wire.messages import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
+
+__all__ = ["ConsumerGroupDescription", "ConsumerGroupMember", "ConsumerGroupsAdmin"]
+
+Outcome = Any  # a result object or a KafkaError
+K = TypeVar("K")
+_NO_OPERATIONS = -(2**31)
+_GROUP_ID_NOT_FOUND = E.GroupIdNotFoundError.code
+# ConsumerGroupDescribe v1 member types.
+_MEMBER_TYPES = {0: "classic", 1: "consumer"}
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMember:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    #: The partitions the member owns now.
+    assignment: tuple[TopicPartition, ...] = ()
+    #: Consumer protocol: the partitions the broker is reconciling the member to (None
+    #: for a classic group, which has no such thing).
+    target_assignment: tuple[TopicPartition, ...] | None = None
+    #: Consumer protocol: the member's epoch (None for a classic group).
+    member_epoch: int | None = None
+    rack_id: str | None = None
+    subscribed_topics: tuple[str, ...] = ()
+    subscribed_topic_regex: str | None = None
+    #: Which protocol the member itself speaks, in a consumer group: "consumer", or
+    #: "classic" for a JoinGroup member of a mixed group ("" when the broker does not say).
+    member_type: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupDescription:
+    group_id: str
+    #: "consumer" (KIP-848) or "classic".
+    type: str = ""
+    #: Consumer protocol: "Empty", "Assigning", "Reconciling", "Stable", "Dead"; classic:
+    #: "Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead".
+    state: str = ""
+    #: The partition assignor: the broker's (consumer protocol) or the one the members
+    #: chose (classic).
+    assignor: str = ""
+    members: list[ConsumerGroupMember] = field(default_factory=list)
+    coordinator: int = -1
+    #: Consumer protocol only (None for classic groups).
+    group_epoch: int | None = None
+    target_assignment_epoch: int | None = None
+    authorized_operations: int | None = None
+    error: E.KafkaError | None = None
+
+
+class _Admin(Protocol):
+    def _deadline(self, timeout_ms: float | None) -> float: ...
+
+    async def _call(
+        self, make: Callable[[int], Request], node: int | Literal["controller", "any"], deadline: float
+    ) -> Response: ...
+
+    async def _by_coordinator(
+        self,
+        group_ids: list[str],
+        send: Callable[[int, list[str]], Awaitable[dict[str, Outcome]]],
+        deadline: float,
+    ) -> dict[str, Outcome]: ...
+
+    def _results(
+        self, items: Iterable[K], outcomes: dict[K, Outcome], on_error: Callable[[K, E.KafkaError], Any]
+    ) -> Results[K, Any]: ...
+
+    async def list_groups(
+        self,
+        *,
+        states: Iterable[str] | None = None,
+        types: Iterable[str] | None = None,
+        timeout_ms: float | None = None,
+    ) -> ListGroupsResult: ...
+
+    async def describe_groups(
+        self,
+        group_ids: Iterable[str],
+        *,
+        include_authorized_operations: bool = False,
+        timeout_ms: float | None = None,
+    ) -> Results[str, GroupDescription]: ...
+
+
+class _Classic:
+    """Outcome marker: describe this group with DescribeGroups."""
+
+
+_CLASSIC = _Classic()
+
+
+class ConsumerGroupsAdmin:
+    """Consumer-group methods of ``Admin`` (a mixin: ``self`` is the Admin)."""
+
+    async def list_consumer_groups(
+        self: _Admin,
+        *,
+        states: Iterable[str] | None = None,
+        types: Iterable[str] = ("classic", "consumer"),
+        timeout_ms: float | None = None,
+    ) -> ListGroupsResult:
+        """Consumer groups of either protocol (ListGroups filtered by type); ``types``
+        narrows it to ``["consumer"]`` or ``["classic"]``."""
+        wanted = list(types)
+        for t in wanted:
+            if t not in ("classic", "consumer"):
+                raise E.ConfigError(f"consumer group type {t!r}: expected 'classic' or 'consumer'")
+        result = await self.list_groups(states=states, types=wanted, timeout_ms=timeout_ms)
+        # Before Kafka 3.8's ListGroups v5 brokers do not report types: keep the classic
+        # groups of the consumer protocol type (what such brokers can have).
+        groups = [
+            g
+            for g in result.groups
+            if g.type in wanted
+            or (not g.type and g.protocol_type in ("consumer", "") and "classic" in wanted)
+        ]
+        return ListGroupsResult(groups, result.errors)
+
+    async def describe_consumer_groups(
+        self: _Admin,
+        group_ids: Iterable[str],
+        *,
+        include_authorized_operations: bool = False,
+        timeout_ms: float | None = None,
+    ) -> Results[str, ConsumerGroupDescription]:
+        """Describe consumer groups of either protocol (see the module docstring)."""
+        items = list(dict.fromkeys(group_ids))
+        for g in items:
+            if not g:
+                raise E.InvalidGroupIdError("a consumer group id must not be empty")
+        deadline = self._deadline(timeout_ms)
+
+        async def send(node: int, batch: list[str]) -> dict[str, Outcome]:
+            def make(version: int) -> Request:
+                return ConsumerGroupDescribeRequest(
+                    group_ids=batch, include_authorized_operations=include_authorized_operations
+                )
+
+            try:
+                resp = await self._call(make, node, deadline)
+            except E.UnsupportedVersionError:
+                return dict.fromkeys(batch, _CLASSIC)  # a broker before KIP-848
+            assert isinstance(resp, ConsumerGroupDescribeResponse)
+            out: dict[str, Outcome] = {}
+            for g in resp.groups:
+                if g.error_code == _GROUP_ID_NOT_FOUND:
+                    out[g.group_id] = _CLASSIC
+                elif g.error_code:
+                    out[g.group_id] = E.error_for(g.error_code, g.error_message or None)
+                else:
+                    out[g.group_id] = _description(g, node)
+            return out
+
+        outcomes = await self._by_coordinator(items, send, deadline)
+        classic = [g for g in items if outcomes[g] is _CLASSIC]
+        if classic:
+            described = await self.describe_groups(
+                classic, include_authorized_operations=include_authorized_operations, timeout_ms=timeout_ms
+            )
+            for g in classic:
+                d = described[g]
+                outcomes[g] = d.error if d.error is not None else _from_classic(d)
+        return self._results(items, outcomes, lambda g, e: ConsumerGroupDescription(group_id=g, error=e))
+
+
+def _partitions(a: ConsumerGroupDescribeResponse.Assignment) -> tuple[TopicPartition, ...]:
+    return tuple(sorted(TopicPartition(t.topic_name, p) for t in a.topic_partitions for p in t.partitions))
+
+
+def _description(g: ConsumerGroupDescribeResponse.DescribedGroup, node: int) -> ConsumerGroupDescription:
+    members = [
+        ConsumerGroupMember(
+            member_id=m.member_id,
+            group_instance_id=m.instance_id,
+            client_id=m.client_id,
+            client_host=m.client_host,
+            assignment=_partitions(m.assignment),
+            target_assignment=_partitions(m.target_assignment),
+            member_epoch=m.member_epoch,
+            rack_id=m.rack_id,
+            subscribed_topics=tuple(m.subscribed_topic_names),
+            subscribed_topic_regex=m.subscribed_topic_regex or None,
+            member_type=_MEMBER_TYPES.get(m.member_type, ""),
+        )
+        for m in g.members
+    ]
+    return ConsumerGroupDescription(
+        group_id=g.group_id,
+        type="consumer",
+        state=g.group_state,
+        assignor=g.assignor_name,
+        members=members,
+        coordinator=node,
+        group_epoch=g.group_epoch,
+        target_assignment_epoch=g.assignment_epoch,
+        authorized_operations=None if g.authorized_operations == _NO_OPERATIONS else g.authorized_operations,
+    )
+
+
+def _from_classic(d: GroupDescription) -> ConsumerGroupDescription | E.KafkaError:
+    if d.protocol_type not in ("consumer", ""):
+        return E.GroupIdNotFoundError(
+            f"group {d.group_id!r} is not a consumer group (its protocol type is {d.protocol_type!r})"
+        )
+    return ConsumerGroupDescription(
+        group_id=d.group_id,
+        type="classic",
+        state=d.state,
+        assignor=d.protocol,
+        members=[
+            ConsumerGroupMember(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                assignment=tuple(sorted(m.assignment)),
+            )
+            for m in d.members
+        ],
+        coordinator=d.coordinator,
+        authorized_operations=d.authorized_operations,
+    )
