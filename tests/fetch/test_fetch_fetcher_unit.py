@@ -27,9 +27,13 @@ class StubClient:
         self.cluster = ClusterMetadata()
         self.refreshes = 0
         self.closed = False
+        self.errors: list[BaseException] = []
 
     def request_metadata_refresh(self) -> None:
         self.refreshes += 1
+
+    def note_error(self, exc: BaseException) -> None:
+        self.errors.append(exc)
 
 
 def make(reset: str = "earliest") -> tuple[Fetcher, SubscriptionState, StubClient]:
