@@ -639,3 +639,111 @@ async def case_regex_subscription(t: Target) -> Observation:
         "names": len(d.members[0].subscribed_topic_names),
         "_t": [t1, t2],
     }
+
+
+@case("consumer_groups")
+async def case_hb_unknown_group(t: Target) -> Observation:
+    group = t.unique("cg-nogroup")
+    c = await _client(t, group)
+    m = Member(c, group, [])
+    m.member_id, m.epoch = "someone", 3
+    beat = hb(await m.heartbeat())
+    m.epoch = -1
+    leave = hb(await m.heartbeat())
+    return {"heartbeat": beat, "leave": leave}
+
+
+@case("consumer_groups")
+async def case_classic_join_into_consumer_group(t: Target) -> Observation:
+    group = t.unique("cg-mixed")
+    c = await _client(t, group)
+    topic = await _topic(t, c, "cg-mixed", 1)
+    m = Member(c, group, [topic])
+    await m.resolve()
+    await m.heartbeat()
+    out: Observation = {}
+    for protocol_type in ("connect", "consumer"):
+        resp = await c.request(
+            JoinGroupRequest(
+                group_id=group,
+                session_timeout_ms=10000,
+                rebalance_timeout_ms=10000,
+                member_id="",
+                protocol_type=protocol_type,
+                protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=b"")],
+            ),
+            5,
+        )
+        assert isinstance(resp, JoinGroupResponse)
+        out[protocol_type] = resp.error_code
+    await m.heartbeat(member_epoch=-1)
+    # An empty consumer group becomes a classic one for a classic member.
+    first = await c.request(
+        JoinGroupRequest(
+            group_id=group,
+            session_timeout_ms=10000,
+            rebalance_timeout_ms=10000,
+            member_id="",
+            protocol_type="consumer",
+            protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=_SUBSCRIPTION)],
+        ),
+        5,
+    )
+    assert isinstance(first, JoinGroupResponse)
+    out["after_empty"] = first.error_code
+    return out
+
+
+_SUBSCRIPTION = (
+    b"\x00\x00\x00\x00\x00\x00\x00\x00\xff\xff\xff\xff"  # consumer protocol v0, no topics, no user data
+)
+
+
+@case("consumer_groups")
+async def case_txn_offset_commit_with_member_epoch(t: Target) -> Observation:
+    from _cases import _add_offsets, _end, _txn
+
+    from aiokafka_lite.wire.messages import TxnOffsetCommitRequest, TxnOffsetCommitResponse
+
+    topic, c, txn, pid, epoch = await _txn(t, "cg-txn")
+    group = t.unique("cg-txn")
+    assert await _add_offsets(c, txn, pid, epoch, group) == 0
+    gc = await _client(t, group)
+    m = Member(gc, group, [topic])
+    await m.resolve()
+    await m.heartbeat()
+
+    async def commit(member: str, member_epoch: int, version: int = 3) -> int:
+        resp = await c.request(  # type: ignore[attr-defined]
+            TxnOffsetCommitRequest(
+                transactional_id=txn,
+                group_id=group,
+                producer_id=pid,
+                producer_epoch=epoch,
+                generation_id_or_member_epoch=member_epoch,
+                member_id=member,
+                topics=[
+                    TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(
+                        name=topic,
+                        partitions=[
+                            TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(
+                                partition_index=0, committed_offset=7, committed_metadata=""
+                            )
+                        ],
+                    )
+                ],
+            ),
+            version,
+        )
+        assert isinstance(resp, TxnOffsetCommitResponse)
+        return resp.topics[0].partitions[0].error_code
+
+    out = {
+        "stale": await commit(m.member_id, m.epoch - 1),
+        "unknown_member": await commit("nobody", m.epoch),
+        "no_member": await commit("", -1),
+        "v2_no_member": await commit("", -1, version=2),
+        "ok": await commit(m.member_id, m.epoch),
+    }
+    out["end"] = await _end(c, txn, pid, epoch, commit=True)  # type: ignore[arg-type]
+    return out

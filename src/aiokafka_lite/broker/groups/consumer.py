@@ -36,6 +36,7 @@ from aiokafka_lite.broker.groups.codes import (
     FENCED_MEMBER_EPOCH,
     GROUP_ID_NOT_FOUND,
     GROUP_MAX_SIZE_REACHED,
+    INCONSISTENT_GROUP_PROTOCOL,
     INVALID_REGULAR_EXPRESSION,
     INVALID_REQUEST,
     NON_EMPTY_GROUP,
@@ -434,7 +435,7 @@ class ConsumerGroupCoordinator(ClassicGroupCoordinator):
     def _leave(self, r: HeartbeatRequestData) -> HeartbeatResult:
         group = self.consumer_groups.get(r.group_id)
         if group is None:
-            raise _Refused(GROUP_ID_NOT_FOUND, f"Consumer group {r.group_id} not found.")
+            raise _Refused(GROUP_ID_NOT_FOUND, f"Group {r.group_id} not found.")
         if r.instance_id is not None:
             current_id = group.static_members.get(r.instance_id)
             if current_id is None:
@@ -586,6 +587,23 @@ class ConsumerGroupCoordinator(ClassicGroupCoordinator):
         self.timers.cancel(self._session_timers.pop((group.group_id, member_id), None))
         self._cancel_rebalance_timer(group, member_id)
 
+    # -- classic members ----------------------------------------------------------------------
+    def classic_join_into_consumer_group(self, group_id: str, protocol_type: str) -> int:
+        """JoinGroup for a consumer group's id: NONE once the classic protocol may proceed.
+
+        An empty consumer group turns back into a classic one (its offsets stay), as in
+        Kafka. A non-empty one takes no classic members here: Kafka would run a mixed group
+        for protocol type ``consumer``; the embedded broker answers
+        INCONSISTENT_GROUP_PROTOCOL, as Kafka does for any other protocol type.
+        """
+        group = self.consumer_groups.get(group_id)
+        if group is None:
+            return NONE
+        if group.members:
+            return INCONSISTENT_GROUP_PROTOCOL
+        self.delete_consumer_group(group, keep_offsets=True)
+        return NONE
+
     # -- fault injection and deletion ------------------------------------------------------
     def expire_member(self, group_id: str, member_id: str) -> bool:
         group = self.consumer_groups.get(group_id)
@@ -598,11 +616,12 @@ class ConsumerGroupCoordinator(ClassicGroupCoordinator):
         self._save_consumer_groups()
         return True
 
-    def delete_consumer_group(self, group: ConsumerGroup) -> None:
+    def delete_consumer_group(self, group: ConsumerGroup, *, keep_offsets: bool = False) -> None:
         for member_id in list(group.members):
             self._cancel_member_timers(group, member_id)
         self.consumer_groups.pop(group.group_id, None)
-        self.offsets.delete_group(group.group_id)
+        if not keep_offsets:
+            self.offsets.delete_group(group.group_id)
         self._save_consumer_groups()
 
     def delete_groups(self, group_ids: Sequence[str], broker_id: int) -> dict[str, int]:

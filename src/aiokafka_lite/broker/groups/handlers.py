@@ -115,6 +115,8 @@ class GroupRequestHandlers(OffsetCoordinator):
         assert isinstance(req, JoinGroupRequest)
         v = ctx.api_version
         err = self.coordinator_error(req.group_id, ctx.broker_id) if req.group_id else INVALID_GROUP_ID
+        if not err:
+            err = self.classic_join_into_consumer_group(req.group_id, req.protocol_type)
         if err:
             return _join_response(v, JoinResult(err, req.member_id))
         res = self.join_group(

@@ -36,11 +36,18 @@ class OffsetCoordinator(ConsumerGroupCoordinator):
     # -- offsets ---------------------------------------------------------------------------
     @staticmethod
     def _validate_consumer_group_commit(
-        group: ConsumerGroup, member_epoch: int, member_id: str, transactional: bool, api_version: int
+        group: ConsumerGroup,
+        member_epoch: int,
+        member_id: str,
+        instance_id: str | None,
+        transactional: bool,
+        api_version: int,
     ) -> int:
         """Kafka's checks of a commit to a consumer group (KIP-848): the member epoch."""
         if member_epoch < 0 and not group.members:
             return NONE  # admin or manual commits to an empty group
+        if transactional and member_epoch == -1 and member_id == "" and instance_id is None:
+            return NONE  # TxnOffsetCommit without group metadata (before v3, or a plain producer)
         member = group.members.get(member_id)
         if member is None:
             return UNKNOWN_MEMBER_ID
@@ -48,7 +55,8 @@ class OffsetCoordinator(ConsumerGroupCoordinator):
             # Members of the new protocol commit with OffsetCommit v9+ (member epochs).
             return UNSUPPORTED_VERSION
         if member_epoch != member.member_epoch:
-            return STALE_MEMBER_EPOCH
+            # TxnOffsetCommit has no STALE_MEMBER_EPOCH: Kafka answers ILLEGAL_GENERATION.
+            return ILLEGAL_GENERATION if transactional else STALE_MEMBER_EPOCH
         return NONE
 
     def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
@@ -110,7 +118,9 @@ class OffsetCoordinator(ConsumerGroupCoordinator):
         errs, valid = self._partition_errors(offsets)
         cgroup = self.consumer_groups.get(group_id)
         if cgroup is not None:
-            err = self._validate_consumer_group_commit(cgroup, generation_id, member_id, False, api_version)
+            err = self._validate_consumer_group_commit(
+                cgroup, generation_id, member_id, group_instance_id, False, api_version
+            )
             if err:
                 return {tp: errs.get(tp, err) for tp in offsets}
             self.offsets.commit(group_id, valid)
@@ -147,7 +157,9 @@ class OffsetCoordinator(ConsumerGroupCoordinator):
         errs, valid = self._partition_errors(offsets)
         cgroup = self.consumer_groups.get(group_id)
         if cgroup is not None:
-            err = self._validate_consumer_group_commit(cgroup, generation_id, member_id, True, 9)
+            err = self._validate_consumer_group_commit(
+                cgroup, generation_id, member_id, group_instance_id, True, 9
+            )
         else:
             group = self._get_or_create(group_id)
             err = self._validate_offset_commit(group, generation_id, member_id, group_instance_id, True)
