@@ -317,12 +317,24 @@ async def test_regex_subscription_is_matched_by_the_broker_and_picks_up_new_topi
                     await consumer.getmany(timeout_ms=100)
             assert cond(), what
 
-        await poll_until(lambda: consumer.assignment() == {TP(first, 0), TP(first, 1)}, "first topic")
+        def stable() -> bool:
+            gc = consumer.coordinator
+            return gc is not None and gc.state is ConsumerMemberState.STABLE
+
+        await poll_until(
+            lambda: stable() and consumer.assignment() == {TP(first, 0), TP(first, 1)}, "first topic"
+        )
         cluster.create_topic(second, 1)
         await poll_until(
-            lambda: consumer.assignment() == {TP(first, 0), TP(first, 1), TP(second, 0)}, "new topic"
+            lambda: stable() and consumer.assignment() == {TP(first, 0), TP(first, 1), TP(second, 0)},
+            "new topic",
         )
-        assert consumer.coordinator is not None and consumer.coordinator.state is ConsumerMemberState.STABLE
+        # The broker matched the pattern: the member subscribed with it, not with names.
+        async with Admin(cluster.bootstrap) as admin:
+            gc = consumer.coordinator
+            assert gc is not None
+            (member,) = (await admin.describe_consumer_groups([gc.group_id]))[gc.group_id].members
+        assert member.subscribed_topic_regex == f"{prefix}-.*" and member.subscribed_topics == ()
 
 
 async def test_unknown_server_assignor_is_fatal(cluster: EmbeddedCluster) -> None:

@@ -110,6 +110,9 @@ _GENERATION_ERRORS: Final = frozenset(
         E.UnknownMemberIdError.code,
         E.FencedInstanceIdError.code,
         E.RebalanceInProgressError.code,
+        # Consumer-protocol groups (KIP-848): the member epoch stands for the generation.
+        E.FencedMemberEpochError.code,
+        E.StaleMemberEpochError.code,
     }
 )
 #: CONCURRENT_TRANSACTIONS clears within milliseconds (markers being written): retry fast.
