@@ -455,6 +455,28 @@ async def case_group_configs_described(t: Target) -> Observation:
         ]
     }
     out["delete"] = await _alter_group_config(c, group, "share.delivery.count.limit", None, op=1)
+    # Kafka applies group configs from its metadata log, a moment after answering the alter.
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        resp = await c.request(
+            DescribeConfigsRequest(
+                resources=[
+                    DescribeConfigsRequest.DescribeConfigsResource(
+                        resource_type=GROUP,
+                        resource_name=group,
+                        configuration_keys=["share.record.lock.duration.ms", "share.delivery.count.limit"],
+                    )
+                ]
+            ),
+            4,
+        )
+        assert isinstance(resp, DescribeConfigsResponse)
+        if {(e.name, e.config_source) for e in resp.results[0].configs} == {
+            ("share.record.lock.duration.ms", 8),
+            ("share.delivery.count.limit", 5),
+        }:
+            break
+        await asyncio.sleep(0.1)
     for synonyms in (False, True):
         resp = await c.request(
             DescribeConfigsRequest(
