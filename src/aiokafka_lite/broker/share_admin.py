@@ -86,10 +86,11 @@ class ShareGroupAdmin:
 
     # -- queries ---------------------------------------------------------------------
     def exists(self, group_id: str) -> bool:
-        """A share group exists once a member joined or an alter created it, until deleted.
-        (ShareFetch alone makes a placeholder in the coordinator, not a group.)"""
+        """A share group exists once a member joined or an alter created it, until deleted;
+        one restored from a snapshot has share-partition state. (A ShareFetch alone makes
+        an empty placeholder in the coordinator, not a group.)"""
         g = self.share.groups.get(group_id)
-        return g is not None and (g.epoch > 0 or bool(g.members))
+        return g is not None and (g.epoch > 0 or bool(g.members) or bool(g.partitions))
 
     def group_state(self, group_id: str) -> str:
         return "Stable" if self.share.groups[group_id].members else "Empty"
