@@ -47,6 +47,9 @@ async def test_share_state_survives_a_killed_broker(tmp_path: Path) -> None:
             (await admin.create_topics([NewTopic("jobs", 1)])).raise_errors()
             configs = {"share.auto.offset.reset": "earliest", "share.delivery.count.limit": "3"}
             (await admin.incremental_alter_configs({ConfigResource.group("g"): configs})).raise_errors()
+            # A group no member ever joins: its configs are kept too.
+            idle = {ConfigResource.group("idle"): {"share.record.lock.duration.ms": "20000"}}
+            (await admin.incremental_alter_configs(idle)).raise_errors()
         async with Producer(bootstrap) as producer:
             await producer.send_batch("jobs", [b"job-%d" % i for i in range(10)])
         consumer = ShareConsumer(bootstrap, group_id="g", topics=["jobs"], acknowledgement_mode="explicit")
@@ -68,6 +71,9 @@ async def test_share_state_survives_a_killed_broker(tmp_path: Path) -> None:
 
     proc, bootstrap = start_broker(tmp_path)
     try:
+        async with Admin(bootstrap) as admin:
+            described = await admin.describe_configs([ConfigResource.group("idle")])
+            assert described[ConfigResource.group("idle")].value("share.record.lock.duration.ms") == "20000"
         async with ShareConsumer(
             bootstrap, group_id="g", topics=["jobs"], acknowledgement_mode="explicit"
         ) as consumer:

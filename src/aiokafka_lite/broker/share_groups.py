@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from aiokafka_lite.broker.context import HandlerRegistry, RequestContext
@@ -51,11 +52,20 @@ class _Member:
 
 
 @dataclass
+class _WaitingFetch:
+    """A ShareFetch waiting for records: ``try_acquire`` acquires for it, ``done`` wakes it."""
+
+    try_acquire: Callable[[], bool]
+    done: asyncio.Future[None]
+
+
+@dataclass
 class _Group:
     group_id: str
     epoch: int = 0
     members: dict[str, _Member] = field(default_factory=dict)
     partitions: dict[tuple[uuid.UUID, int], SharePartitionState] = field(default_factory=dict)
+    waiting: list[_WaitingFetch] = field(default_factory=list)  # oldest first
 
 
 @dataclass
@@ -185,6 +195,17 @@ class ShareGroups:
         limit = self._int_config(g.group_id, "share.delivery.count.limit")
         for sp in g.partitions.values():
             sp.release_member(member_id, limit)
+        self._offer(g)
+
+    def _offer(self, g: _Group) -> None:
+        """Records were acknowledged or released: the fetches already waiting get the first
+        go at them, oldest first (Kafka completes its delayed share fetches on the same
+        events), before the request that freed them acquires anything. Without this a
+        member that acknowledges the oldest records takes the room it frees at once, and
+        with a full in-flight window the same few members keep every record."""
+        for w in list(g.waiting):
+            if not w.done.done() and w.try_acquire():
+                w.done.set_result(None)
 
     def connection_closed(self, connection_id: str) -> None:
         """Kafka releases a member's acquired records when its share session's connection closes."""
@@ -196,6 +217,7 @@ class ShareGroups:
                     limit = self._int_config(group_id, "share.delivery.count.limit")
                     for sp in g.partitions.values():
                         sp.release_member(member_id, limit)
+                    self._offer(g)
                     self.persist(group_id)
 
     # -- share-partitions -------------------------------------------------------------
@@ -304,15 +326,38 @@ class ShareGroups:
             self.sessions.pop((group_id, member_id), None)
             for sp in g.partitions.values():
                 sp.release_member(member_id, limit)
+            self._offer(g)
             return _fetch_response(results, lock_ms)
+        if results:
+            self._offer(g)  # what these acknowledgements freed goes to earlier fetches first
         max_records = req.max_records if req.max_records > 0 else 500
+        mode = req.share_acquire_mode
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(req.max_wait_ms, 0) / 1000
-        while True:
-            got = self._acquire(g, s, member_id, results, max_records, req.share_acquire_mode, lock_ms, limit)
-            if got or loop.time() >= deadline or self.sessions.get((group_id, member_id)) is not s:
-                break
-            await asyncio.sleep(min(_POLL_S, max(deadline - loop.time(), 0)))
+        if self._acquire(g, s, member_id, results, max_records, mode, lock_ms, limit):
+            return _fetch_response(results, lock_ms)
+        waiting = _WaitingFetch(
+            # Never for a session that ended meanwhile: the records would sit locked.
+            lambda: (
+                self.sessions.get((group_id, member_id)) is s
+                and self._acquire(g, s, member_id, results, max_records, mode, lock_ms, limit)
+            ),
+            loop.create_future(),
+        )
+        g.waiting.append(waiting)
+        try:
+            # Woken with records by _offer; new records and expired locks are polled for.
+            while not waiting.done.done():
+                remaining = deadline - loop.time()
+                if remaining <= 0 or self.sessions.get((group_id, member_id)) is not s:
+                    break
+                await asyncio.wait([waiting.done], timeout=min(_POLL_S, remaining))
+                if not waiting.done.done() and waiting.try_acquire():
+                    break
+        finally:
+            g.waiting.remove(waiting)
+            if not waiting.done.done():
+                waiting.done.cancel()
         return _fetch_response(results, lock_ms)
 
     def _acquire(
@@ -424,6 +469,7 @@ class ShareGroups:
             limit = self._int_config(group_id, "share.delivery.count.limit")
             for sp in g.partitions.values():
                 sp.release_member(member_id, limit)
+        self._offer(g)
         return ShareAcknowledgeResponse(responses=topics)
 
 

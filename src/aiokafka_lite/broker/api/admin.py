@@ -394,6 +394,9 @@ def _alter(
                 configs.pop(k, None)
             else:
                 configs[k] = val
+        from aiokafka_lite.broker.share_groups import get_share_groups
+
+        get_share_groups(state).persist(resource_name)  # journaled: kept if the broker is killed
     else:
         raise InvalidRequestError(f"unsupported resource type {resource_type}")
 
