@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from aiokafka_lite import __version__
-from aiokafka_lite.cli import groups, topics
+from aiokafka_lite.cli import groups, share_groups, topics
 from aiokafka_lite.cli.broker import broker
 from aiokafka_lite.cli.consume import consume
 from aiokafka_lite.cli.mirror import mirror
@@ -28,6 +28,7 @@ app = typer.Typer(
 )
 app.add_typer(topics.app, name="topics")
 app.add_typer(groups.app, name="groups")
+app.add_typer(share_groups.app, name="share-groups")
 app.command("broker")(broker)
 app.command("produce")(produce)
 app.command("consume")(consume)
