@@ -66,17 +66,27 @@ class Env:
             for tp in assignment.topic_partitions
         }
 
-    async def call(self, req: Request, version: int, client: str = "cli") -> Any:
+    async def call(self, req: Request, version: int, client: str = "cli", broker: int | None = None) -> Any:
         entry = self.registry.get(req.API_KEY)
         assert entry is not None and entry.min_version <= version <= entry.max_version
         req = type(req).decode(req.encode(version), version)
-        ctx = RequestContext(1, self.cluster, req.API_KEY, version, 1, client, None, "c1", "127.0.0.1")
+        node = (
+            broker
+            if broker is not None
+            else self.gc.placement.coordinator_id(getattr(req, "group_id", "g") or "g")
+        )
+        ctx = RequestContext(node, self.cluster, req.API_KEY, version, 1, client, None, "c1", "127.0.0.1")
         resp = await entry.handler(ctx, req)
         assert isinstance(resp, Response)
         return type(resp).decode(resp.encode(version), version)
 
     async def describe(self, group: str = "g") -> ConsumerGroupDescribeResponse.DescribedGroup:
-        resp = await self.call(ConsumerGroupDescribeRequest(group_ids=[group]), 1)
+        return await self.describe_on(self.gc.placement.coordinator_id(group), group)
+
+    async def describe_on(
+        self, broker: int, group: str = "g"
+    ) -> ConsumerGroupDescribeResponse.DescribedGroup:
+        resp = await self.call(ConsumerGroupDescribeRequest(group_ids=[group]), 1, broker=broker)
         assert isinstance(resp, ConsumerGroupDescribeResponse)
         return resp.groups[0]
 
@@ -350,6 +360,27 @@ async def test_regexes_re2j_refuses_are_refused(pattern: str) -> None:
         compile_topic_regex(pattern)
 
 
+@pytest.mark.parametrize(
+    ("pattern", "matches", "misses"),
+    [
+        (r"\Qa.b\E-\d+", "a.b-12", "axb-12"),
+        (r"\pL+-\pN", "événement-7", "ev3nt-7"),
+        (r"\p{L}+\P{N}", "abc_", "abc1"),
+        (r"orders\z", "orders", "orders-x"),
+        (r"[]a-]+", "]a-", "b"),
+    ],
+)
+def test_re2j_spellings_python_lacks_are_translated(pattern: str, matches: str, misses: str) -> None:
+    rx = compile_topic_regex(pattern)
+    assert rx.fullmatch(matches) and not rx.fullmatch(misses)
+
+
+@pytest.mark.parametrize("pattern", [r"\p{Greek}", r"[\pL]", r"\p{L"])
+def test_unicode_classes_re_cannot_express_are_refused(pattern: str) -> None:
+    with pytest.raises(RegexError):
+        compile_topic_regex(pattern)
+
+
 async def test_regex_subscription_picks_up_topics_created_later() -> None:
     env = Env()
     m = Member(env, subscribed_topic_names=None, subscribed_topic_regex="ev-.*")
@@ -363,6 +394,21 @@ async def test_regex_subscription_picks_up_topics_created_later() -> None:
     assert m.owned == {"ev-a": [0, 1]}
     d = await env.describe()
     assert d.members[0].subscribed_topic_regex == "ev-.*" and d.members[0].subscribed_topic_names == []
+
+
+async def test_a_moved_coordinator_gives_members_a_new_session() -> None:
+    env = Env()
+    env.cluster.brokers[2] = BrokerInfo(2, "127.0.0.1", 9002, alive=True)
+    a = Member(env)
+    await a.heartbeat()
+    env.clock.advance(40000)
+    env.gc.move_coordinator("g", 2 if env.gc.placement.coordinator_id("g") == 1 else 1)
+    env.clock.advance(40000)  # 80 s since the last heartbeat, 40 s since the move
+    assert [m.member_id for m in (await env.describe_on(env.gc.placement.coordinator_id("g"))).members] == [
+        a.member_id
+    ]
+    env.clock.advance(SESSION_MS)
+    assert (await env.describe_on(env.gc.placement.coordinator_id("g"))).members == []
 
 
 # -- assignors ------------------------------------------------------------------------------

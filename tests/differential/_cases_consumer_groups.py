@@ -747,3 +747,82 @@ async def case_txn_offset_commit_with_member_epoch(t: Target) -> Observation:
     }
     out["end"] = await _end(c, txn, pid, epoch, commit=True)  # type: ignore[arg-type]
     return out
+
+
+@case("consumer_groups")
+async def case_hb_rejoin_with_epoch_zero(t: Target) -> Observation:
+    group = t.unique("cg-rejoin0")
+    c = await _client(t, group)
+    topic = await _topic(t, c, "cg-rejoin0", 2)
+    m = Member(c, group, [topic])
+    await m.resolve()
+    m.member_id = str(uuid.uuid4())
+    first = hb(await m.heartbeat(version=1), m.ids)
+    member_id, epoch = m.member_id, m.epoch
+    m.epoch = 0  # as a client does after being fenced
+    again = hb(await m.heartbeat(version=1), m.ids)
+    d = await _describe(c, group)
+    return {
+        "first": first,
+        "again": again,
+        "same_id": m.member_id == member_id,
+        "epoch_kept": m.epoch == epoch,
+        "group_epoch": d.group_epoch,
+        "members": len(d.members),
+    }
+
+
+@case("consumer_groups")
+async def case_hb_regex_dialect(t: Target) -> Observation:
+    group = t.unique("cg-re2")
+    c = await _client(t, group)
+    out: Observation = {}
+    for name, pattern in [
+        ("lookahead", "a(?=b)"),
+        ("backreference", r"(a)\1"),
+        ("possessive", "a++"),
+        ("atomic", "(?>a)"),
+        ("named_group", "(?P<x>a)b"),
+        ("class", "[a-z0-9._-]+"),
+        ("non_greedy", "a.*?b"),
+        ("case_flag", "(?i)abc"),
+        ("unicode_class", r"\pL+"),
+        ("quote", r"\Qa.b\E"),
+        ("end_z", r"abc\z"),
+    ]:
+        resp = await c.request(
+            ConsumerGroupHeartbeatRequest(
+                group_id=group,
+                member_id=str(uuid.uuid4()),
+                member_epoch=0,
+                rebalance_timeout_ms=30000,
+                subscribed_topic_regex=pattern,
+                topic_partitions=[],
+            ),
+            1,
+        )
+        assert isinstance(resp, ConsumerGroupHeartbeatResponse)
+        out[name] = resp.error_code
+        if resp.error_code == 0:
+            await c.request(
+                ConsumerGroupHeartbeatRequest(
+                    group_id=group, member_id=resp.member_id or "", member_epoch=-1
+                ),
+                1,
+            )
+    return out
+
+
+@case("consumer_groups")
+async def case_describe_authorized_operations(t: Target) -> Observation:
+    group = t.unique("cg-ops")
+    c = await _client(t, group)
+    m = Member(c, group, [])
+    await m.heartbeat()
+    resp = await c.request(
+        ConsumerGroupDescribeRequest(group_ids=[group], include_authorized_operations=True), 0
+    )
+    assert isinstance(resp, ConsumerGroupDescribeResponse)
+    plain = await c.request(ConsumerGroupDescribeRequest(group_ids=[group]), 0)
+    assert isinstance(plain, ConsumerGroupDescribeResponse)
+    return {"asked": resp.groups[0].authorized_operations, "not_asked": plain.groups[0].authorized_operations}

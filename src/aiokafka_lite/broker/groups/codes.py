@@ -42,3 +42,5 @@ TXN_KEY: Final = 1
 NEW_MEMBER_JOIN_TIMEOUT_MS: Final = 5 * 60 * 1000  # Kafka's bound on a new member's pending JoinGroup
 # DescribeGroups authorized operations when asked: READ, DELETE, DESCRIBE (no ACLs here).
 _GROUP_OPERATIONS: Final = (1 << 3) | (1 << 6) | (1 << 8)
+# ConsumerGroupDescribe: also DESCRIBE_CONFIGS and ALTER_CONFIGS (groups have configs, KIP-848).
+CONSUMER_GROUP_OPERATIONS: Final = _GROUP_OPERATIONS | (1 << 10) | (1 << 11)

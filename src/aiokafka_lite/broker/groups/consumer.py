@@ -244,6 +244,8 @@ class ConsumerGroupCoordinator(ClassicGroupCoordinator):
     # -- the heartbeat ------------------------------------------------------------------------
     def consumer_heartbeat(self, r: HeartbeatRequestData) -> HeartbeatResult:
         """ConsumerGroupHeartbeat after the coordinator check."""
+        persist = self._consumer_groups_path() is not None
+        before = self._group_snapshot(r.group_id) if persist else None
         try:
             self._validate(r)
             if r.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
@@ -252,8 +254,13 @@ class ConsumerGroupCoordinator(ClassicGroupCoordinator):
                 result = self._heartbeat_member(r)
         except _Refused as e:
             return HeartbeatResult(e.error, e.message)
-        self._save_consumer_groups()
+        if persist and self._group_snapshot(r.group_id) != before:
+            self._save_consumer_groups()
         return result
+
+    def _group_snapshot(self, group_id: str) -> str | None:
+        group = self.consumer_groups.get(group_id)
+        return None if group is None else json.dumps(group.to_json(), sort_keys=True)
 
     def _group_for_heartbeat(self, r: HeartbeatRequestData) -> tuple[ConsumerGroup, bool]:
         group = self.consumer_groups.get(r.group_id)
@@ -487,7 +494,8 @@ class ConsumerGroupCoordinator(ClassicGroupCoordinator):
             rx = compile_topic_regex(pattern)
         except RegexError:
             return set()
-        return {t.name for t in self.cluster.visible_topics() if rx.fullmatch(t.name)}
+        # Internal topics match too, as on Kafka (a regex can subscribe to __consumer_offsets).
+        return {name for name in self.cluster.topics if rx.fullmatch(name)}
 
     def _fingerprint(self, group: ConsumerGroup) -> tuple[tuple[str, str, int], ...]:
         """What the group's subscribed topics look like: a change means a new assignment."""
@@ -603,6 +611,28 @@ class ConsumerGroupCoordinator(ClassicGroupCoordinator):
             return INCONSISTENT_GROUP_PROTOCOL
         self.delete_consumer_group(group, keep_offsets=True)
         return NONE
+
+    # -- coordinator moves --------------------------------------------------------------------
+    def _on_metadata_change(self) -> None:
+        super()._on_metadata_change()
+        for group in self.consumer_groups.values():
+            self._check_consumer_group_moved(group)
+
+    def move_coordinator(self, group_id: str, broker_id: int) -> None:
+        super().move_coordinator(group_id, broker_id)
+        group = self.consumer_groups.get(group_id)
+        if group is not None:
+            self._check_consumer_group_moved(group)
+
+    def _check_consumer_group_moved(self, group: ConsumerGroup) -> None:
+        # A new coordinator loads the group as it was and gives every member a full session
+        # to find it (Kafka schedules the session timeouts again when it loads a group).
+        now_id = self.placement.coordinator_id(group.group_id)
+        if group.coordinator_id != now_id:
+            old, group.coordinator_id = group.coordinator_id, now_id
+            if old != -1:
+                for m in group.members.values():
+                    self._touch_session(group, m)
 
     # -- fault injection and deletion ------------------------------------------------------
     def expire_member(self, group_id: str, member_id: str) -> bool:

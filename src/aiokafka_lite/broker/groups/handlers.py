@@ -11,6 +11,7 @@ from aiokafka_lite.broker.groups.base import _wall_ms
 from aiokafka_lite.broker.groups.classic_group import GroupState, JoinResult
 from aiokafka_lite.broker.groups.codes import (
     _GROUP_OPERATIONS,
+    CONSUMER_GROUP_OPERATIONS,
     COORDINATOR_NOT_AVAILABLE,
     GROUP_ID_NOT_FOUND,
     GROUP_KEY,
@@ -575,7 +576,7 @@ class GroupRequestHandlers(OffsetCoordinator):
                     ),
                 )
             if req.include_authorized_operations and d.error_code == NONE:
-                d.authorized_operations = _GROUP_OPERATIONS
+                d.authorized_operations = CONSUMER_GROUP_OPERATIONS
             out.append(d)
         return ConsumerGroupDescribeResponse(groups=out)
 
