@@ -7,8 +7,11 @@ import uuid
 from collections.abc import Awaitable, Callable
 
 from aiokafka_lite import Admin, Consumer, Producer, TopicPartition
+from aiokafka_lite.admin.types import ConfigResource
 from aiokafka_lite.broker.cluster import EmbeddedCluster
 from aiokafka_lite.health import BrokerHealth, judge
+from aiokafka_lite.prometheus import render_prometheus
+from aiokafka_lite.share import ShareConsumer
 
 Factory = Callable[..., Awaitable[EmbeddedCluster]]
 
@@ -82,3 +85,35 @@ async def test_not_ready_while_the_broker_is_away_then_ready_again(kafka_cluster
         md = await asyncio.wait_for(asyncio.shield(pending), 120)
         assert md.topic == topic
         assert producer.health().brokers_connected == 1
+
+
+async def test_share_consumer_health_and_metrics(kafka_cluster: EmbeddedCluster) -> None:
+    suffix = uuid.uuid4().hex[:8]
+    topic, group = f"health-share-{suffix}", f"health-share-g-{suffix}"
+    kafka_cluster.create_topic(topic, 1)
+    async with Admin(kafka_cluster.bootstrap) as admin:
+        results = await admin.incremental_alter_configs(
+            {ConfigResource.group(group): {"share.auto.offset.reset": "earliest"}}
+        )
+        assert all(r.error is None for r in results.values())
+    async with Producer(kafka_cluster.bootstrap) as producer:
+        for i in range(12):
+            await producer.send(topic, b"job-%d" % i)
+    consumer = ShareConsumer(kafka_cluster.bootstrap, group_id=group, topics=topic, client_id="health-s")
+    assert consumer.health().reasons == ("not started",)
+    async with consumer:
+        got = 0
+        async with asyncio.timeout(60):
+            while got < 12:
+                got += len(await consumer.poll(timeout_ms=500))
+        await consumer.commit()  # implicit mode: the delivered records are accepted
+        h = consumer.health()
+        assert h.ready and h.group_state == "stable" and h.group_id == group
+        assert h.assigned_partitions == {TopicPartition(topic, 0)}
+        m = consumer.metrics()
+        assert m["records_consumed"] == 12 and m["consumed_by_topic"] == {topic: 12}
+        assert m["acknowledged"] == 12 and m["acknowledge_failed"] == 0 and m["bytes_fetched"] > 0
+        text = render_prometheus(consumer)
+        assert f'messaging_destination_name="{topic}"' in text
+        assert "aiokafka_lite_share_acknowledged_total{" in text
+    assert consumer.health().state == "closed"
