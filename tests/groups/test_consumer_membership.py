@@ -230,17 +230,35 @@ def test_incremental_reconciliation_order_revoke_commit_listener_ack_then_assign
         "Continue",
     ]
     assert first[1] == CommitOffsets(None)  # every consumed position, as Java before a revocation
+    # While the revoke listener runs, heartbeats still report partition 0 as owned: the
+    # coordinator must not give it to anyone else yet.
+    during = m.heartbeat_request(10000)
+    assert during is not None and during.topic_partitions is None  # unchanged: still 0, 1, 2
+    m.heartbeat_response(ok(2), 10000)
     # The revocation is done: the second half acknowledges before taking the new partitions.
     cont = first[-1]
     assert isinstance(cont, Continue)
-    second = m.resume(cont.attempt, cont.step, 5001)
+    second = m.resume(cont.attempt, cont.step, 10001)
     assert m.state is ConsumerMemberState.ACKNOWLEDGING
-    ack = m.heartbeat_request(5001)  # due at once
+    ack = m.heartbeat_request(10001)  # due at once
     assert ack is not None and owned_ids(ack) == {(TID, 1), (TID, 2), (TID, 3)} and ack.member_epoch == 2
     assert kinds(second) == ["AddPartitions:[3]", "assigned:[3]"]
     assert m.owned == {TP("t", 1), TP("t", 2), TP("t", 3)}
-    m.heartbeat_response(ok(2), 5002)
+    m.heartbeat_response(ok(2), 10002)
     assert m.state is ConsumerMemberState.STABLE
+
+
+def test_an_acknowledgement_due_while_a_heartbeat_is_in_flight_goes_right_after_it() -> None:
+    m = joined(parts=(0, 1))
+    m.heartbeat_request(5000)
+    m.heartbeat_response(ok(2, assignment((TID, [0]))), 5000)
+    batch = m.tick(5000, resolve())
+    m.heartbeat_request(10000)  # in flight while the reconciliation completes
+    run_batch(m, batch[-1:], 10001)
+    assert m.heartbeat_request(10001) is None  # one at a time
+    m.heartbeat_response(ok(2), 10002)  # answers the heartbeat that still reported 0 and 1
+    ack = m.heartbeat_request(10002)
+    assert ack is not None and owned_ids(ack) == {(TID, 0)}
 
 
 def test_no_commit_before_revocation_without_auto_commit() -> None:

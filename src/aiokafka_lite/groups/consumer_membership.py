@@ -516,10 +516,11 @@ class ConsumerMembership:
 
     def _give_up(self, tps: Iterable[TopicPartition], *, lost: bool) -> list[ConsumerAction]:
         """Stop handing out records, commit (auto-commit; not when lost), call back, remove.
-        Updates ``owned`` at once, so a fence meanwhile only loses what is left."""
+        Updates ``owned`` at once, so a fence meanwhile only loses what is left. What the
+        heartbeats report (``_owned_ids``) changes only once all of it has run: until then
+        the coordinator must not hand these partitions to anyone else."""
         parts = frozenset(tps)
         self.owned -= parts
-        self._owned_ids = frozenset(t for t in self._owned_ids if self._tp(t) not in parts)
         acts: list[ConsumerAction] = [FreezePartitions(parts)]
         if lost:
             acts.append(InvokeListener("lost", parts))
@@ -579,6 +580,7 @@ class ConsumerMembership:
     def _join(self, now: float) -> None:
         self.state = ConsumerMemberState.JOINING
         self.epoch = JOIN_EPOCH
+        self._owned_ids = frozenset()
         self.target = None
         self.target_epoch = -1
         self._first_reconciliation = True
@@ -817,6 +819,9 @@ class ConsumerMembership:
         elif st in (ConsumerMemberState.JOINING, ConsumerMemberState.ACKNOWLEDGING):
             if carried.owned == self._owned_ids or st is ConsumerMemberState.JOINING:
                 self.state = ConsumerMemberState.STABLE
+        if self.state in _MEMBER and self._sent.owned != self._owned_ids:
+            # A reconciliation completed while this heartbeat was in flight: acknowledge now.
+            self._next_heartbeat = now
         if self._sent.topics is not None and self.regex is None and self._sent.topics != self.topics:
             self._next_heartbeat = now  # the subscription changed while this one was in flight
         return work
