@@ -8,6 +8,7 @@ the others do not apply.
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 
@@ -357,3 +358,22 @@ async def test_admin_on_a_broker_without_share_groups(kafka_cluster: EmbeddedClu
         assert isinstance(altered[tp].error, UnsupportedVersionError)
         deleted = await admin.delete_share_group_offsets(group, [topic])
         assert isinstance(deleted[topic].error, UnsupportedVersionError)
+
+
+async def test_auto_offset_reset_by_duration_starts_at_recent_records(
+    kafka_cluster: EmbeddedCluster, admin: Admin
+) -> None:
+    topic, group = names()
+    kafka_cluster.create_topic(topic, partitions=1)
+    await set_group_configs(admin, group, {"share.auto.offset.reset": "by_duration:PT1H"})
+    now_ms = int(time.time() * 1000)
+    async with Producer(kafka_cluster.bootstrap) as producer:
+        for i in range(3):  # two hours old: before the group's window
+            await producer.send(topic, value=b"old-%d" % i, timestamp_ms=now_ms - 7_200_000 + i)
+        for i in range(2):
+            await producer.send(topic, value=b"new-%d" % i, timestamp_ms=now_ms + i)
+        await producer.flush()
+    async with ShareConsumer(kafka_cluster.bootstrap, group_id=group, topics=[topic]) as c:
+        got = await consume(c, 2)
+        assert sorted((r.offset, r.value) for r in got) == [(3, b"new-0"), (4, b"new-1")]
+        assert not await c.poll(timeout_ms=500)
