@@ -61,6 +61,13 @@ async def test_clients_are_ready_once_started_and_report_their_group(kafka_clust
             assert d["ready"] is True and d["brokers_connected"] >= 1
             assert {"topic": topic, "partition": 0} in d["assigned_partitions"]
         assert consumer.health().state == "closed" and not consumer.health().ready
+        # A group_id only for commits, partitions assigned by hand: no membership to wait for.
+        async with Consumer(kafka_cluster.bootstrap, group_id=f"g2-{topic}") as manual:
+            manual.assign([TopicPartition(topic, 0)])
+            await manual.seek_to_beginning()
+            assert (await manual.getone()).offset == 0
+            mh = manual.health()
+            assert mh.ready and mh.group_state == "unjoined" and mh.lag == 4
     assert producer.health().reasons == ("closed",)
 
 

@@ -8,8 +8,9 @@ The judgement (``Health.ready``), the same for every client:
    that went away shows up as a failed reconnect, which the client makes as soon as it
    needs the broker or refreshes metadata);
 3. a producer has no fatal error (fenced, transactional state FATAL_ERROR...);
-4. a consumer in a group is a stable member (not joining, rebalancing, failed or left);
-   a share consumer likewise; a consumer without a group needs nothing more.
+4. a consumer whose subscription a group manages is a stable member (not joining,
+   rebalancing, failed or left); a share consumer likewise; a consumer without a group,
+   or assigning partitions itself, needs nothing more.
 
 Not ready means "do not route work here now", not "restart me": a rebalance makes a
 consumer briefly not ready. ``reasons`` says which rule failed. Lag and the last error are
@@ -142,17 +143,20 @@ def build_health(
     fatal: BaseException | None = None,
     group_id: str | None = None,
     group_state: str | None = None,
+    group_managed: bool = True,
     assigned: frozenset[TopicPartition] | None = None,
     lag: int | None = None,
 ) -> Health:
-    """The ``Health`` of a client from its parts (what each client's ``health()`` calls)."""
+    """The ``Health`` of a client from its parts (what each client's ``health()`` calls).
+    ``group_managed=False``: the group state is reported but not judged (a consumer that
+    assigns partitions itself and uses its group_id only to commit)."""
     brokers = brokers_from(client_metrics)
     state, reasons = judge(
         started=started,
         closed=closed,
         brokers=brokers,
         fatal=None if fatal is None else f"{type(fatal).__name__}: {fatal}",
-        group_state=group_state,
+        group_state=group_state if group_managed else None,
     )
     return Health(
         client=kind,

@@ -883,8 +883,8 @@ class Consumer:
 
     def health(self) -> Health:
         """Readiness summary (rules in ``aiokafka_lite.health``): started, a broker
-        reachable, and with a group_id a stable member without a fatal error. ``lag`` is
-        the total over the assigned partitions whose lag is known."""
+        reachable, no fatal group error, and when a group manages the subscription a
+        stable member. ``lag`` is the total over the assigned partitions whose lag is known."""
         coordinator = self._coordinator
         membership = coordinator.membership if coordinator is not None else None
         group_id = self.config.group_id
@@ -901,6 +901,7 @@ class Consumer:
             fatal=membership.fatal if membership is not None else None,
             group_id=group_id,
             group_state=group_state,
+            group_managed=self._sub.is_subscribed,
             assigned=frozenset(self._states),
             lag=sum(lag.values()) if lag else None,
         )
