@@ -24,6 +24,8 @@ from aiokafka_lite.testing.rawclient import RawClient
 from aiokafka_lite.wire.messages import (
     AlterShareGroupOffsetsRequest,
     AlterShareGroupOffsetsResponse,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
     DeleteGroupsRequest,
     DeleteGroupsResponse,
     DeleteShareGroupOffsetsRequest,
@@ -396,6 +398,31 @@ async def case_share_admin_other_groups(t: Target) -> Observation:
     out["delete_offsets_classic"] = await _delete_offsets(c, classic, [topic])
     out["list_share_has_no_classic"] = await _listed(c, classic, [], ["share"])
     out["list_classic"] = await _listed(c, classic, [], ["classic"])
+
+    # A consumer-protocol (KIP-848) group's id.
+    consumer = t.unique("consumer")
+    for _ in range(150):
+        hb = await c.request(
+            ConsumerGroupHeartbeatRequest(
+                group_id=consumer,
+                member_id=str(uuid.uuid4()),
+                member_epoch=0,
+                rebalance_timeout_ms=30000,
+                subscribed_topic_names=[topic],
+                topic_partitions=[],
+            ),
+            1,
+        )
+        assert isinstance(hb, ConsumerGroupHeartbeatResponse)
+        if hb.error_code not in _LOADING:
+            break
+        await asyncio.sleep(0.2)
+    out["consumer_joined"] = hb.error_code
+    out["describe_consumer"] = (await _describe(c, [consumer]))[consumer]
+    out["alter_consumer"] = await _alter_offsets(c, consumer, {topic: {0: 0}})
+    out["delete_offsets_consumer"] = await _delete_offsets(c, consumer, [topic])
+    out["offsets_consumer"] = await _offsets(c, consumer)
+    out["list_share_has_no_consumer"] = await _listed(c, consumer, [], ["share"])
 
     out["alter_empty_id"] = await _alter_offsets(c, "", {topic: {0: 0}})
     out["delete_offsets_empty_id"] = await _delete_offsets(c, "", [topic])

@@ -98,6 +98,8 @@ class ShareGroupAdmin:
     def other_group_type(self, group_id: str) -> bool:
         """A group of another type (classic, consumer) holds the id."""
         coordinator: Any = self.state.services.get("groups")
+        if group_id in getattr(coordinator, "consumer_groups", {}):
+            return True
         group = getattr(coordinator, "groups", {}).get(group_id)
         return group is not None and str(getattr(group, "state", "")) != "Dead"
 
