@@ -239,9 +239,10 @@ class KafkaTracing:
     @staticmethod
     def _acked(span: Span, md: RecordMetadata) -> None:
         if span.is_recording():
-            span.set_attribute(PARTITION, str(md.partition))
             if md.offset >= 0:
-                span.set_attribute(OFFSET, md.offset)
+                span.set_attributes({PARTITION: str(md.partition), OFFSET: md.offset})
+            else:
+                span.set_attribute(PARTITION, str(md.partition))
         span.end()
 
     async def send(
