@@ -18,7 +18,7 @@ from collections import defaultdict
 from typing import Any
 
 import pytest
-from group_testlib import eventually, group_cluster
+from group_testlib import crash_broker, eventually, group_cluster
 
 from aiokafka_lite import Consumer
 from aiokafka_lite.admin import Admin
@@ -263,6 +263,52 @@ async def test_killed_member_is_fenced_by_the_broker_and_its_partitions_move(
         await b.cleanup()
     ends = end_offsets(cluster, topic)
     # at-least-once: every record was processed; the killed member's uncommitted tail twice
+    assert set(seen) == {(p, o) for p, end in ends.items() for o in range(end)}
+
+
+async def test_coordinator_killed_while_consuming_members_keep_their_epochs(
+    request: pytest.FixtureRequest, kafka_mode: str, kafka_cluster_factory: object
+) -> None:
+    """The group coordinator's broker dies while two members consume: they find the new
+    coordinator and go on with the same epochs and partitions (no rebalance); after one
+    leaves through the new coordinator, every record has been processed exactly once."""
+    cluster = await group_cluster(request, {}, several_brokers=True, broker_settings=FAST_CONSUMER_GROUPS)
+    topic, group = unique("kip848"), unique("g")
+    cluster.create_topic(topic, PARTITIONS)
+    seen: dict[tuple[int, int], list[str]] = defaultdict(list)
+    a = await Worker(cluster, "a", topic, group, seen).start()
+    b = await Worker(cluster, "b", topic, group, seen).start()
+    stop = asyncio.Event()
+    producer = asyncio.create_task(produce_until(cluster, topic, stop))
+    try:
+        await eventually(lambda: balanced([a, b], topic) and a.count > 0 and b.count > 0, limit=30)
+        gca, gcb = a.consumer.coordinator, b.consumer.coordinator
+        assert gca is not None and gcb is not None
+        epochs = (gca.member_epoch, gcb.member_epoch)  # type: ignore[attr-defined]
+        owned = (a.assignment(), b.assignment())
+        old = gca.membership.coordinator
+        assert old is not None
+        await crash_broker(cluster, old)
+        await eventually(
+            lambda: all(gc.membership.coordinator not in (None, old) for gc in (gca, gcb)),
+            limit=60,
+            what="coordinator rediscovered",
+        )
+        counts = (a.count, b.count)
+        await eventually(lambda: a.count > counts[0] and b.count > counts[1], limit=60, what="consuming")
+        assert (gca.member_epoch, gcb.member_epoch) == epochs  # type: ignore[attr-defined]
+        assert (a.assignment(), b.assignment()) == owned
+        await a.stop()  # commits through the new coordinator, then leaves
+        await eventually(lambda: balanced([b], topic), limit=30)
+        stop.set()
+        total = await producer
+        await eventually(lambda: len(seen) == total, limit=60, what="everything consumed")
+    finally:
+        stop.set()
+        await a.cleanup()
+        await b.cleanup()
+    assert not {k: v for k, v in seen.items() if len(v) > 1}
+    ends = end_offsets(cluster, topic)
     assert set(seen) == {(p, o) for p, end in ends.items() for o in range(end)}
 
 
