@@ -95,6 +95,7 @@ async def test_not_ready_while_the_broker_is_away_then_ready_again(kafka_cluster
 
 
 async def test_share_consumer_health_and_metrics(kafka_cluster: EmbeddedCluster) -> None:
+    # Share groups: the embedded broker and Apache Kafka 4.4 (they are off in Kafka 4.0).
     suffix = uuid.uuid4().hex[:8]
     topic, group = f"health-share-{suffix}", f"health-share-g-{suffix}"
     kafka_cluster.create_topic(topic, 1)
