@@ -330,3 +330,46 @@ async def test_close_is_bounded_when_kafka_is_gone(app_logger: logging.Logger) -
             await server.wait_closed()
     assert not handler._thread.is_alive()
     assert handler.sent == 0 and handler.dropped + handler.failed == 100
+
+
+@pytest.mark.kafka_embedded
+async def test_a_stopped_broker_never_blocks_and_delivery_resumes(
+    kafka_cluster: Any, app_logger: logging.Logger
+) -> None:
+    topic = f"logs-{uuid.uuid4().hex[:10]}"
+    kafka_cluster.create_topic(topic, partitions=1)
+    (node,) = [b.node_id for b in kafka_cluster.brokers]
+    handler = KafkaHandler(
+        kafka_cluster.bootstrap, topic, max_buffered=50, request_timeout_ms=1000, delivery_timeout_ms=60_000
+    )
+    app_logger.addHandler(handler)
+    try:
+        app_logger.info("before")
+        await asyncio.to_thread(handler.flush)
+        assert handler.sent == 1
+        await kafka_cluster.stop_broker(node)
+        for i in range(2000):
+            app_logger.info("while stopped %d", i)
+            if i % 100 == 0:
+                await asyncio.sleep(0.01)
+        # Logging went on; what the handler holds is bounded by its buffer (and the
+        # producer's buffer_memory); the rest was dropped and counted.
+        assert handler.buffered <= 50 and handler.dropped > 0
+        assert handler.sent + handler.dropped + handler.buffered <= 2001
+        await kafka_cluster.start_broker(node)
+        app_logger.info("after")
+        await eventually(lambda: handler.buffered == 0, what="the buffer drained")
+        await asyncio.to_thread(handler.flush)
+    finally:
+        await asyncio.to_thread(handler.close)
+    dropped, sent = handler.dropped, handler.sent
+    docs = [json.loads(r.value) for r in await read_topic(kafka_cluster.bootstrap, topic, sent)]
+    assert len(docs) == sent and handler.failed == 0
+    messages = [d["message"] for d in docs]
+    assert messages[0] == "before" and messages[-1] == "after"
+    # Each batch taken after drops starts with a notice of how many.
+    notices = [d for d in docs if d["logger"] == "aiokafka_lite.logging"]
+    assert notices and sum(d["extra"]["dropped"] for d in notices) == dropped
+    assert sent - len(notices) + dropped == 2002
+    kept = [int(m.rsplit(" ", 1)[1]) for m in messages if m.startswith("while stopped")]
+    assert kept == sorted(kept) and len(kept) == 2000 - dropped
