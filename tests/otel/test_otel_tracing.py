@@ -200,3 +200,17 @@ async def test_tracer_provider_option_traces_that_client_only(kafka_cluster: Emb
     assert all(n.startswith("poll") for n in names[:-1])
     assert [[k for k, _ in r.headers] for r in sorted(records, key=lambda r: r.offset)] == [["traceparent"], []]
     provider.shutdown()
+
+
+async def test_cancelling_an_enqueue_handle_does_not_end_its_span_early(
+    kafka_cluster: EmbeddedCluster, spans: Spans
+) -> None:
+    topic = unique("cancel")
+    kafka_cluster.create_topic(topic, 1)
+    async with Producer(kafka_cluster.bootstrap, linger_ms=50) as producer:
+        fut = await producer.enqueue(topic, b"still delivered")
+        assert fut.cancel()  # the caller stops waiting; the record is still sent
+        await producer.flush()
+    (span,) = spans.named("send ")
+    assert span.status.status_code is StatusCode.UNSET
+    assert (span.attributes or {})["messaging.kafka.offset"] == 0
