@@ -7,6 +7,7 @@ answers against Apache Kafka. Here: what needs time, configuration or a restart.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from pathlib import Path
 from typing import Any
@@ -27,13 +28,18 @@ from aiokafka_lite.wire.messages import (
     ConsumerGroupDescribeResponse,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
+    ConsumerProtocolAssignment,
+    ConsumerProtocolSubscription,
     DeleteGroupsRequest,
     FindCoordinatorRequest,
+    HeartbeatRequest,
+    JoinGroupRequest,
     ListGroupsRequest,
     MetadataRequest,
     OffsetCommitRequest,
     OffsetDeleteRequest,
     OffsetFetchRequest,
+    SyncGroupRequest,
 )
 
 E = errors
@@ -610,3 +616,166 @@ async def test_only_the_coordinator_answers_heartbeats() -> None:
         await c.close()
         assert resp.error_code == 0 and resp.assignment is not None
         assert sorted(p for tp in resp.assignment.topic_partitions for p in tp.partitions) == [0, 1, 2]
+
+
+# -- mixed groups and migration ------------------------------------------------------------
+
+
+def _classic_subscription(*topics: str, owned: Owned | None = None) -> bytes:
+    return b"\x00\x01" + ConsumerProtocolSubscription(
+        topics=list(topics),
+        owned_partitions=[
+            ConsumerProtocolSubscription.TopicPartition(topic=t, partitions=ps)
+            for t, ps in (owned or {}).items()
+        ],
+    ).encode(1)
+
+
+class ClassicMember:
+    """A classic-protocol member (JoinGroup/SyncGroup/Heartbeat) driven by hand."""
+
+    def __init__(self, env: Env, group: str = "g", topics: tuple[str, ...] = ("t",)) -> None:
+        self.env = env
+        self.group = group
+        self.topics = topics
+        self.member_id = ""
+        self.generation = -1
+        self.owned: Owned = {}
+
+    async def join(self, *, cooperative: bool = False) -> Any:
+        metadata = _classic_subscription(*self.topics, owned=self.owned if cooperative else None)
+        while True:
+            resp = await self.env.call(
+                JoinGroupRequest(
+                    group_id=self.group,
+                    session_timeout_ms=10000,
+                    rebalance_timeout_ms=10000,
+                    member_id=self.member_id,
+                    protocol_type="consumer",
+                    protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=metadata)],
+                ),
+                9,
+            )
+            if resp.error_code == E.MemberIdRequiredError.code:
+                self.member_id = resp.member_id
+                continue
+            break
+        assert resp.error_code == 0, resp
+        self.generation = resp.generation_id
+        sync = await self.env.call(
+            SyncGroupRequest(
+                group_id=self.group,
+                generation_id=self.generation,
+                member_id=self.member_id,
+                protocol_type="consumer",
+                protocol_name=resp.protocol_name,
+                assignments=[],
+            ),
+            5,
+        )
+        assert sync.error_code == 0, sync
+        a = ConsumerProtocolAssignment.decode(memoryview(sync.assignment)[2:], 1)
+        self.owned = {tp.topic: sorted(tp.partitions) for tp in a.assigned_partitions}
+        return resp
+
+    async def heartbeat(self) -> int:
+        resp = await self.env.call(
+            HeartbeatRequest(group_id=self.group, generation_id=self.generation, member_id=self.member_id), 4
+        )
+        return int(resp.error_code)
+
+
+async def test_classic_member_in_a_consumer_group_rejoins_until_it_has_its_target() -> None:
+    env = Env()
+    a = Member(env)
+    await a.heartbeat()
+    b = ClassicMember(env)
+    joined = await b.join()
+    assert joined.leader == "" and joined.members == [] and b.owned == {}  # a follower, nothing free yet
+    env.clock.advance(INTERVAL_MS)
+    assert await b.heartbeat() == E.RebalanceInProgressError.code  # a target to reconcile towards
+    await a.heartbeat()
+    await a.heartbeat(ack=True)  # A releases half
+    await b.join()
+    assert partitions(a) + sorted((t, p) for t, ps in b.owned.items() for p in ps) == [
+        ("t", p) for p in range(4)
+    ]
+    assert await b.heartbeat() == 0
+    d = await env.describe()
+    assert d.group_state == "Stable" and sorted(m.member_type for m in d.members) == [0, 1]
+    # A cooperative classic member reports what it owns; partitions it still reports stay its own.
+    b.owned = {"t": b.owned["t"]}
+    await b.join(cooperative=True)
+    assert await b.heartbeat() == 0
+
+
+async def test_live_classic_group_upgrades_and_downgrades() -> None:
+    env = Env()
+    old = ClassicMember(env)
+    first = await env.call(
+        JoinGroupRequest(
+            group_id="g",
+            session_timeout_ms=10000,
+            rebalance_timeout_ms=10000,
+            member_id="",
+            protocol_type="consumer",
+            protocols=[
+                JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=_classic_subscription("t"))
+            ],
+        ),
+        9,
+    )
+    old.member_id = first.member_id
+    pending = asyncio.ensure_future(
+        env.call(
+            JoinGroupRequest(
+                group_id="g",
+                session_timeout_ms=10000,
+                rebalance_timeout_ms=10000,
+                member_id=old.member_id,
+                protocol_type="consumer",
+                protocols=[
+                    JoinGroupRequest.JoinGroupRequestProtocol(
+                        name="range", metadata=_classic_subscription("t")
+                    )
+                ],
+            ),
+            9,
+        )
+    )
+    for _ in range(5):
+        await asyncio.sleep(0)
+    env.clock.advance(1)  # the join barrier of an empty classic group ends on a timer
+    joined = await asyncio.wait_for(pending, 5)
+    old.generation = joined.generation_id
+    everything = ConsumerProtocolAssignment(
+        assigned_partitions=[ConsumerProtocolAssignment.TopicPartition(topic="t", partitions=[0, 1, 2, 3])]
+    )
+    await env.call(
+        SyncGroupRequest(
+            group_id="g",
+            generation_id=old.generation,
+            member_id=old.member_id,
+            assignments=[
+                SyncGroupRequest.SyncGroupRequestAssignment(
+                    member_id=old.member_id, assignment=b"\x00\x01" + everything.encode(1)
+                )
+            ],
+        ),
+        5,
+    )
+    new = Member(env)
+    assert (await new.heartbeat()).error_code == 0
+    assert "g" in env.gc.consumer_groups and "g" not in env.gc.groups
+    assert new.owned == {}  # the classic member still has every partition
+    assert await old.heartbeat() == E.RebalanceInProgressError.code
+    await old.join()
+    await new.heartbeat()
+    assert len(old.owned["t"]) == 2 and len(new.owned["t"]) == 2
+    # The session of the last consumer-protocol member ends: back to classic, rebalancing.
+    for _ in range(6):
+        env.clock.advance(9000)
+        await old.heartbeat()
+    group = env.gc.groups["g"]
+    assert "g" not in env.gc.consumer_groups
+    assert group.state.value == "PreparingRebalance" and list(group.members) == [old.member_id]

@@ -676,6 +676,7 @@ async def case_classic_join_into_consumer_group(t: Target) -> Observation:
         )
         assert isinstance(resp, JoinGroupResponse)
         out[protocol_type] = resp.error_code
+    out["mixed"] = await _classic_member_in_consumer_group(c, group, topic, m)
     await m.heartbeat(member_epoch=-1)
     # An empty consumer group becomes a classic one for a classic member.
     first = await c.request(
@@ -697,6 +698,99 @@ async def case_classic_join_into_consumer_group(t: Target) -> Observation:
 _SUBSCRIPTION = (
     b"\x00\x00\x00\x00\x00\x00\x00\x00\xff\xff\xff\xff"  # consumer protocol v0, no topics, no user data
 )
+
+
+def _subscription(topic: str) -> bytes:
+    from aiokafka_lite.wire.messages import ConsumerProtocolSubscription
+
+    return b"\x00\x01" + ConsumerProtocolSubscription(topics=[topic], owned_partitions=[]).encode(1)
+
+
+async def _classic_member_in_consumer_group(c: RawClient, group: str, topic: str, m: Member) -> Observation:
+    """A classic member joins a consumer group that has a consumer-protocol member."""
+    from aiokafka_lite.wire.messages import (
+        ConsumerProtocolAssignment,
+        HeartbeatRequest,
+        HeartbeatResponse,
+        LeaveGroupRequest,
+        LeaveGroupResponse,
+        SyncGroupRequest,
+        SyncGroupResponse,
+    )
+
+    def join(member_id: str, metadata: bytes) -> JoinGroupRequest:
+        return JoinGroupRequest(
+            group_id=group,
+            session_timeout_ms=10000,
+            rebalance_timeout_ms=10000,
+            member_id=member_id,
+            protocol_type="consumer",
+            protocols=[
+                JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=metadata),
+                JoinGroupRequest.JoinGroupRequestProtocol(name="roundrobin", metadata=metadata),
+            ],
+        )
+
+    first = await c.request(join("", _subscription(topic)), 5)
+    assert isinstance(first, JoinGroupResponse)
+    bad = await c.request(join(first.member_id, b"\x00"), 5)
+    assert isinstance(bad, JoinGroupResponse)
+    joined = await c.request(join(first.member_id, _subscription(topic)), 5)
+    assert isinstance(joined, JoinGroupResponse)
+    d = await _describe(c, group, 1)
+    sync = await c.request(
+        SyncGroupRequest(
+            group_id=group,
+            generation_id=joined.generation_id,
+            member_id=joined.member_id,
+            protocol_type="consumer",
+            protocol_name=joined.protocol_name,
+            assignments=[],
+        ),
+        5,
+    )
+    assert isinstance(sync, SyncGroupResponse)
+    version = int.from_bytes(sync.assignment[:2], "big") if len(sync.assignment) >= 2 else -1
+    assigned = (
+        ConsumerProtocolAssignment.decode(memoryview(sync.assignment)[2:], min(version, 3))
+        if version >= 0
+        else None
+    )
+    beat = await c.request(
+        HeartbeatRequest(group_id=group, generation_id=joined.generation_id, member_id=joined.member_id), 4
+    )
+    assert isinstance(beat, HeartbeatResponse)
+    wrong_gen = await c.request(
+        HeartbeatRequest(group_id=group, generation_id=joined.generation_id + 7, member_id=joined.member_id),
+        4,
+    )
+    assert isinstance(wrong_gen, HeartbeatResponse)
+    left = await c.request(
+        LeaveGroupRequest(
+            group_id=group, members=[LeaveGroupRequest.MemberIdentity(member_id=joined.member_id)]
+        ),
+        4,
+    )
+    assert isinstance(left, LeaveGroupResponse)
+    return {
+        "bad_metadata": bad.error_code,
+        "join": joined.error_code,
+        "generation_is_group_epoch_or_less": 0 < joined.generation_id <= d.group_epoch,
+        "leader": "self" if joined.leader == joined.member_id else joined.leader,
+        "protocol": (joined.protocol_type, joined.protocol_name),
+        "members_in_response": len(joined.members),
+        "skip_assignment": joined.skip_assignment,
+        "member_types": sorted(x.member_type for x in d.members),
+        "sync": sync.error_code,
+        "sync_protocol": (sync.protocol_type, sync.protocol_name),
+        "assignment_version": version,
+        "assigned": []
+        if assigned is None
+        else sorted(p for tp in assigned.assigned_partitions for p in tp.partitions),
+        "heartbeat": beat.error_code,
+        "heartbeat_wrong_generation": wrong_gen.error_code,
+        "leave": (left.error_code, [x.error_code for x in left.members]),
+    }
 
 
 @case("consumer_groups")
@@ -826,3 +920,102 @@ async def case_describe_authorized_operations(t: Target) -> Observation:
     plain = await c.request(ConsumerGroupDescribeRequest(group_ids=[group]), 0)
     assert isinstance(plain, ConsumerGroupDescribeResponse)
     return {"asked": resp.groups[0].authorized_operations, "not_asked": plain.groups[0].authorized_operations}
+
+
+@case("consumer_groups")
+async def case_online_upgrade_and_downgrade(t: Target) -> Observation:
+    """A live classic group becomes a consumer group when a consumer-protocol member joins,
+    and a classic one again when that member leaves."""
+    from aiokafka_lite.wire.messages import (
+        ConsumerProtocolAssignment,
+        HeartbeatRequest,
+        HeartbeatResponse,
+        SyncGroupRequest,
+        SyncGroupResponse,
+    )
+
+    group = t.unique("cg-upgrade")
+    c = await _client(t, group)
+    topic = await _topic(t, c, "cg-upgrade", 2)
+
+    def join(member_id: str) -> JoinGroupRequest:
+        return JoinGroupRequest(
+            group_id=group,
+            session_timeout_ms=30000,
+            rebalance_timeout_ms=10000,
+            member_id=member_id,
+            protocol_type="consumer",
+            protocols=[
+                JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=_subscription(topic))
+            ],
+        )
+
+    first = await c.request(join(""), 5)
+    assert isinstance(first, JoinGroupResponse)
+    joined = await c.request(join(first.member_id), 5)
+    assert isinstance(joined, JoinGroupResponse) and joined.error_code == 0, joined
+    everything = ConsumerProtocolAssignment(
+        assigned_partitions=[ConsumerProtocolAssignment.TopicPartition(topic=topic, partitions=[0, 1])]
+    )
+    synced = await c.request(
+        SyncGroupRequest(
+            group_id=group,
+            generation_id=joined.generation_id,
+            member_id=joined.member_id,
+            protocol_type="consumer",
+            protocol_name="range",
+            assignments=[
+                SyncGroupRequest.SyncGroupRequestAssignment(
+                    member_id=joined.member_id, assignment=b"\x00\x01" + everything.encode(1)
+                )
+            ],
+        ),
+        5,
+    )
+    assert isinstance(synced, SyncGroupResponse) and synced.error_code == 0, synced
+    m = Member(c, group, [topic])
+    await m.resolve()
+    upgraded = hb(await m.heartbeat(), m.ids)
+    d = await _describe(c, group, 1)
+    classic_view = {
+        "type": sorted(x.member_type for x in d.members),
+        "classic_epoch_is_generation": any(x.member_epoch == joined.generation_id for x in d.members),
+        "classic_assignment": sorted(
+            p
+            for x in d.members
+            if x.member_type == 0
+            for tp in x.assignment.topic_partitions
+            for p in tp.partitions
+        ),
+    }
+    await asyncio.sleep(1.1)  # past the assignment interval
+    beat = await c.request(
+        HeartbeatRequest(group_id=group, generation_id=joined.generation_id, member_id=joined.member_id), 4
+    )
+    assert isinstance(beat, HeartbeatResponse)
+    listed = await c.request(ListGroupsRequest(), 5)
+    assert isinstance(listed, ListGroupsResponse)
+    as_upgraded = [(g.group_type, g.protocol_type) for g in listed.groups if g.group_id == group]
+    left = hb(await m.heartbeat(member_epoch=-1))
+    listed = await c.request(ListGroupsRequest(), 5)
+    assert isinstance(listed, ListGroupsResponse)
+    as_downgraded = [
+        (g.group_type, g.protocol_type, g.group_state) for g in listed.groups if g.group_id == group
+    ]
+    after = await c.request(
+        HeartbeatRequest(group_id=group, generation_id=joined.generation_id, member_id=joined.member_id), 4
+    )
+    assert isinstance(after, HeartbeatResponse)
+    described = await _describe(c, group)
+    return {
+        "upgraded": upgraded["error"],
+        "new_member_partitions": upgraded["assignment"],
+        "described": {"state": d.group_state, "epoch_above_generation": d.group_epoch > joined.generation_id},
+        "classic_view": classic_view,
+        "classic_heartbeat_after_upgrade": beat.error_code,
+        "listed_upgraded": as_upgraded,
+        "left": left["error"],
+        "listed_downgraded": as_downgraded,
+        "classic_heartbeat_after_downgrade": after.error_code,
+        "consumer_describe_after": described.error_code,
+    }

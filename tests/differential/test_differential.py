@@ -35,18 +35,9 @@ def _v12_implicit_add(apache: Observation, embedded: Observation) -> None:
     assert (embedded["error"], embedded["read_uncommitted"]["hw"]) == (120, 0)
 
 
-def _no_mixed_consumer_groups(apache: Observation, embedded: Observation) -> None:
-    # Kafka 4.4 lets a classic member (protocol type "consumer") join a consumer group that
-    # has members (a mixed group, KIP-848 migration): its first JoinGroup asks for a member
-    # id. The embedded broker has no mixed groups and refuses it as it refuses other types.
-    assert apache == {"connect": 23, "consumer": 79, "after_empty": 79}
-    assert embedded == {"connect": 23, "consumer": 23, "after_empty": 79}
-
-
 #: Case -> the documented relation between Kafka's and the embedded broker's answers.
 DIFFERENCES: dict[str, Check] = {
     "txn/produce_v12_before_add_partitions": _v12_implicit_add,
-    "consumer_groups/classic_join_into_consumer_group": _no_mixed_consumer_groups,
 }
 
 

@@ -29,7 +29,7 @@ from typing import Any
 from aiokafka_lite.broker.group_configs import group_config_value
 from aiokafka_lite.broker.groups.assignors import ASSIGNORS, Assignment, AssignmentSpec, MemberSpec
 from aiokafka_lite.broker.groups.classic import ClassicGroupCoordinator
-from aiokafka_lite.broker.groups.classic_group import GroupState
+from aiokafka_lite.broker.groups.classic_group import Group, GroupState
 from aiokafka_lite.broker.groups.clock import Cancellable
 from aiokafka_lite.broker.groups.codes import (
     FENCED_INSTANCE_ID,
@@ -268,12 +268,15 @@ class ConsumerGroupCoordinator(ClassicGroupCoordinator):
             return group, False
         classic = self.groups.get(r.group_id)
         if classic is not None and classic.state not in (GroupState.EMPTY, GroupState.DEAD):
-            # Kafka upgrades a live classic group online; the embedded broker does not.
-            raise _Refused(
-                GROUP_ID_NOT_FOUND,
-                f"Cannot upgrade classic group {r.group_id} to consumer group because the online upgrade "
-                "is not supported by the embedded broker.",
-            )
+            if r.member_epoch != 0:
+                raise _Refused(GROUP_ID_NOT_FOUND, f"Group {r.group_id} is not a consumer group.")
+            why = self._upgrade_refusal(classic)
+            if why is not None:
+                raise _Refused(
+                    GROUP_ID_NOT_FOUND,
+                    f"Cannot upgrade classic group {r.group_id} to consumer group because {why}.",
+                )
+            return self._upgrade(classic), False
         if r.member_epoch != 0:
             raise _Refused(GROUP_ID_NOT_FOUND, f"Consumer group {r.group_id} not found.")
         if classic is not None:
@@ -470,6 +473,14 @@ class ConsumerGroupCoordinator(ClassicGroupCoordinator):
         self._remove_member(group, member)
         return HeartbeatResult(NONE, None, member.member_id, LEAVE_EPOCH, 0, None)
 
+    # -- migration hooks (``mixed`` implements them) ---------------------------------------
+    def _upgrade_refusal(self, classic: Group) -> str | None:
+        """Why a live classic group cannot become a consumer group, or None if it can."""
+        return "the online upgrade is not supported"
+
+    def _upgrade(self, classic: Group) -> ConsumerGroup:
+        raise NotImplementedError
+
     def _remove_member(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         self._cancel_member_timers(group, member.member_id)
         group.remove(member.member_id)
@@ -539,8 +550,13 @@ class ConsumerGroupCoordinator(ClassicGroupCoordinator):
     def _touch_session(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         key = (group.group_id, member.member_id)
         self.timers.cancel(self._session_timers.pop(key, None))
+        timeout = (
+            member.classic.session_timeout_ms
+            if member.classic is not None
+            else self.session_timeout_ms(group.group_id)
+        )
         self._session_timers[key] = self.timers.schedule(
-            self.session_timeout_ms(group.group_id), lambda: self._on_session_expired(group, member)
+            timeout, lambda: self._on_session_expired(group, member)
         )
 
     def _on_session_expired(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:

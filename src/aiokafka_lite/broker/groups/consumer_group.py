@@ -11,6 +11,7 @@ assignment epoch and gets the partitions of its target that no other member stil
 
 from __future__ import annotations
 
+import base64
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from typing import Any
 from aiokafka_lite.broker.groups.assignors import Assignment
 
 __all__ = [
+    "ClassicMemberInfo",
     "ConsumerGroup",
     "ConsumerGroupMember",
     "ConsumerGroupState",
@@ -63,6 +65,32 @@ def _is_subset(a: Assignment, b: Assignment) -> bool:
     return all(ps <= b.get(t, set()) for t, ps in a.items())
 
 
+@dataclass(slots=True)
+class ClassicMemberInfo:
+    """What a member using the classic protocol (JoinGroup/SyncGroup) in a consumer group
+    told us: its session timeout and its protocols (name, subscription metadata)."""
+
+    session_timeout_ms: int
+    protocols: list[tuple[str, bytes]]
+    #: The protocol the member got in its JoinGroup answer (the first it listed).
+    protocol_name: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "session_timeout_ms": self.session_timeout_ms,
+            "protocols": [[n, base64.b64encode(m).decode()] for n, m in self.protocols],
+            "protocol_name": self.protocol_name,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> ClassicMemberInfo:
+        return cls(
+            d["session_timeout_ms"],
+            [(n, base64.b64decode(m)) for n, m in d.get("protocols", [])],
+            d.get("protocol_name", ""),
+        )
+
+
 @dataclass(slots=True, eq=False)
 class ConsumerGroupMember:
     member_id: str
@@ -79,6 +107,8 @@ class ConsumerGroupMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    #: Set for members that use the classic protocol (a mixed group).
+    classic: ClassicMemberInfo | None = None
 
     def owned(self) -> Assignment:
         """Partitions the member may still be fetching: assigned plus pending revocation."""
@@ -103,6 +133,7 @@ class ConsumerGroupMember:
             "state": self.state.value,
             "assigned": _assignment_json(self.assigned),
             "pending_revocation": _assignment_json(self.pending_revocation),
+            "classic": self.classic.to_json() if self.classic is not None else None,
         }
 
     @classmethod
@@ -122,6 +153,7 @@ class ConsumerGroupMember:
             state=MemberState(d.get("state", MemberState.STABLE.value)),
             assigned=_assignment_from_json(d.get("assigned", {})),
             pending_revocation=_assignment_from_json(d.get("pending_revocation", {})),
+            classic=ClassicMemberInfo.from_json(d["classic"]) if d.get("classic") else None,
         )
 
 

@@ -544,7 +544,7 @@ class GroupRequestHandlers(OffsetCoordinator):
                     subscribed_topic_regex=m.subscribed_topic_regex or "",
                     assignment=self._described_assignment(m.owned()),
                     target_assignment=self._described_assignment(group.target.get(m.member_id, {})),
-                    member_type=1 if v >= 1 else -1,
+                    member_type=(0 if m.classic is not None else 1) if v >= 1 else -1,
                 )
                 for m in group.members.values()
             ],

@@ -22,15 +22,15 @@ from aiokafka_lite.broker.groups.codes import (
     UNSTABLE_OFFSET_COMMIT,
     UNSUPPORTED_VERSION,
 )
-from aiokafka_lite.broker.groups.consumer import ConsumerGroupCoordinator
 from aiokafka_lite.broker.groups.consumer_group import ConsumerGroup
+from aiokafka_lite.broker.groups.mixed import MixedGroupCoordinator
 from aiokafka_lite.broker.offsets import CommittedOffset
 from aiokafka_lite.structs import TopicPartition
 
 log = logging.getLogger("aiokafka_lite.broker.groups")
 
 
-class OffsetCoordinator(ConsumerGroupCoordinator):
+class OffsetCoordinator(MixedGroupCoordinator):
     """Committed offsets of groups: commit, transactional commit, fetch, delete."""
 
     # -- offsets ---------------------------------------------------------------------------
@@ -51,12 +51,14 @@ class OffsetCoordinator(ConsumerGroupCoordinator):
         member = group.members.get(member_id)
         if member is None:
             return UNKNOWN_MEMBER_ID
-        if not transactional and api_version < 9:
+        classic = member.classic is not None
+        if not transactional and not classic and api_version < 9:
             # Members of the new protocol commit with OffsetCommit v9+ (member epochs).
             return UNSUPPORTED_VERSION
         if member_epoch != member.member_epoch:
-            # TxnOffsetCommit has no STALE_MEMBER_EPOCH: Kafka answers ILLEGAL_GENERATION.
-            return ILLEGAL_GENERATION if transactional else STALE_MEMBER_EPOCH
+            # Classic members commit with their generation; TxnOffsetCommit has no
+            # STALE_MEMBER_EPOCH either: both get ILLEGAL_GENERATION, as on Kafka.
+            return ILLEGAL_GENERATION if transactional or classic else STALE_MEMBER_EPOCH
         return NONE
 
     def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
