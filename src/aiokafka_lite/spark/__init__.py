@@ -2,8 +2,10 @@
 
 Needs the ``spark`` extra: ``pyspark>=4.0`` with pyarrow (Python data sources exchange
 Arrow batches with the JVM; ``pip install 'pyspark[sql]'`` brings it), and Java 17.
-Spark's Python workers must run an interpreter with aiokafka_lite installed (set
-``PYSPARK_PYTHON`` when it is not the default ``python3``)::
+Spark's Python workers must run an interpreter with aiokafka_lite installed: in local
+mode :func:`register` defaults them to the driver's interpreter; elsewhere set
+``PYSPARK_PYTHON`` or ``spark.pyspark.python``, or ship the package with ``--py-files``
+(:func:`register` checks, and says which interpreter failed and how to fix it)::
 
     from aiokafka_lite.spark import register
     register(spark)
@@ -115,9 +117,16 @@ def _datasource() -> Any:
     return datasource
 
 
-def register(spark: Any) -> None:
-    """Register the ``aiokafka_lite`` format with a SparkSession."""
-    _datasource().register(spark)
+def register(spark: Any, check_workers: bool = True) -> None:
+    """Register the ``aiokafka_lite`` format with a SparkSession.
+
+    Also sets the Python workers' interpreter when nothing is configured and Spark allows
+    it (local mode: the driver's interpreter) and, with ``check_workers``, checks that
+    the workers can import aiokafka_lite: a broken set-up raises
+    :class:`~aiokafka_lite.spark.workers.SparkWorkerSetupError` naming the interpreter
+    and the fixes (``PYSPARK_PYTHON``, ``spark.pyspark.python``, ``--py-files``/``--archives``).
+    """
+    _datasource().register(spark, check_workers=check_workers)
 
 
 def __getattr__(name: str) -> Any:

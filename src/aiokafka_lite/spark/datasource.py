@@ -41,7 +41,7 @@ from pyspark.sql.types import (
 from aiokafka_lite.errors import ConfigError
 from aiokafka_lite.fetch import Record
 
-from . import kafka_io
+from . import kafka_io, workers
 from .offsets import (
     OffsetRange,
     from_offset_dict,
@@ -72,9 +72,32 @@ _OFFSET, _KEY, _VALUE, _HEADERS, _TIMESTAMP, _TIMESTAMP_TYPE = (operator.itemget
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_UTC)
 
 
-def register(spark: Any) -> None:
-    """Make ``spark.read/readStream.format("aiokafka_lite")`` and the writers available."""
+def register(spark: Any, check_workers: bool = True) -> None:
+    """Make ``spark.read/readStream.format("aiokafka_lite")`` and the writers available.
+
+    First picks the workers' interpreter where the user configured none
+    (:func:`~aiokafka_lite.spark.workers.configure_worker_python`: ``spark.pyspark.python``,
+    else the driver's own interpreter in local mode), then, with ``check_workers``, runs
+    a one-task-per-core probe job so that a worker interpreter without aiokafka_lite is
+    one clear :class:`~aiokafka_lite.spark.workers.SparkWorkerSetupError` here rather
+    than a Java stack trace in the first query.
+    """
+    sc = _spark_context(spark)
+    if sc is not None:
+        chosen = workers.configure_worker_python(sc)
+        if chosen is not None:
+            log.info("aiokafka_lite: Spark's Python workers will run %s", chosen)
     spark.dataSource.register(KafkaDataSource)
+    if check_workers and sc is not None:
+        workers.check_workers(spark)
+
+
+def _spark_context(spark: Any) -> Any:
+    """The SparkContext behind ``spark`` (None for a Spark Connect session, which has none)."""
+    try:
+        return spark.sparkContext
+    except Exception:
+        return None
 
 
 # --------------------------------------------------------------------------------------
