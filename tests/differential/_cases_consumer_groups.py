@@ -1019,3 +1019,99 @@ async def case_online_upgrade_and_downgrade(t: Target) -> Observation:
         "classic_heartbeat_after_downgrade": after.error_code,
         "consumer_describe_after": described.error_code,
     }
+
+
+@case("consumer_groups")
+async def case_hb_static_member_errors(t: Target) -> Observation:
+    group = t.unique("cg-static-err")
+    c = await _client(t, group)
+    topic = await _topic(t, c, "cg-static-err", 1)
+    a = Member(c, group, [topic], instance_id="inst-1")
+    await a.resolve()
+    await a.heartbeat()
+    out: Observation = {
+        "unknown_instance": hb(await a.heartbeat(instance_id="inst-9")),
+        "no_instance": hb(await a.heartbeat(instance_id=None)),
+        "other_member_id": hb(
+            await c.request(
+                ConsumerGroupHeartbeatRequest(
+                    group_id=group, member_id="someone-else", member_epoch=a.epoch, instance_id="inst-1"
+                ),
+                0,
+            )
+        ),
+    }
+    out["leave_for_now"] = hb(await a.heartbeat(member_epoch=-2, instance_id="inst-1"))
+    out["leave_for_now_again"] = hb(
+        await c.request(
+            ConsumerGroupHeartbeatRequest(
+                group_id=group, member_id=a.member_id, member_epoch=-2, instance_id="inst-1"
+            ),
+            0,
+        )
+    )
+    out["heartbeat_while_away"] = hb(
+        await c.request(
+            ConsumerGroupHeartbeatRequest(
+                group_id=group, member_id=a.member_id, member_epoch=2, instance_id="inst-1"
+            ),
+            0,
+        )
+    )
+    return out
+
+
+@case("consumer_groups")
+async def case_delete_and_offset_delete_consumer_group(t: Target) -> Observation:
+    from aiokafka_lite.wire.messages import (
+        DeleteGroupsRequest,
+        DeleteGroupsResponse,
+        OffsetDeleteRequest,
+        OffsetDeleteResponse,
+    )
+
+    group = t.unique("cg-del")
+    c = await _client(t, group)
+    topic = await _topic(t, c, "cg-del", 1)
+    other = await _topic(t, c, "cg-del-other", 1)
+    m = Member(c, group, [topic])
+    await m.resolve()
+    await m.heartbeat()
+    committed = [await _commit(c, group, n, m.member_id, m.epoch) for n in (topic, other)]
+
+    async def offset_delete() -> Observation:
+        resp = await c.request(
+            OffsetDeleteRequest(
+                group_id=group,
+                topics=[
+                    OffsetDeleteRequest.OffsetDeleteRequestTopic(
+                        name=n,
+                        partitions=[OffsetDeleteRequest.OffsetDeleteRequestPartition(partition_index=0)],
+                    )
+                    for n in (topic, other)
+                ],
+            ),
+            0,
+        )
+        assert isinstance(resp, OffsetDeleteResponse)
+        return {"error": resp.error_code, "partitions": [tp.partitions[0].error_code for tp in resp.topics]}
+
+    async def delete() -> int:
+        resp = await c.request(DeleteGroupsRequest(groups_names=[group]), 2)
+        assert isinstance(resp, DeleteGroupsResponse)
+        return resp.results[0].error_code
+
+    busy_offsets = await offset_delete()
+    busy = await delete()
+    await m.heartbeat(member_epoch=-1)
+    empty_offsets = await offset_delete()
+    deleted = await delete()
+    d = await _describe(c, group)
+    return {
+        "committed": committed,
+        "offset_delete_active": busy_offsets,
+        "delete_active": busy,
+        "offset_delete_empty": empty_offsets,
+        "delete_empty": deleted,
+        "describe_after": d.error_code,
+    }
