@@ -511,6 +511,24 @@ def test_unsubscribing_leaves_and_subscribing_again_joins_with_epoch_zero() -> N
     assert req is not None and req.member_epoch == 0
 
 
+def test_unsubscribing_while_joining_still_leaves_as_the_broker_may_have_added_the_member() -> None:
+    m = ConsumerMembership(settings(), now=0)
+    m.update_subscription(["t"], None, True, 0)
+    m.tick(0, resolve())
+    m.coordinator_found(1, 0)
+    assert m.heartbeat_request(0) is not None  # the join is in flight
+    m.update_subscription([], None, False, 1)
+    acts = m.tick(1, resolve())
+    assert kinds(acts) == ["SendLeaveHeartbeat"]
+    leave = acts[0]
+    assert isinstance(leave, SendLeaveHeartbeat)
+    req = m.leave_request(leave.attempt)
+    assert req is not None and req.member_epoch == -1
+    m.heartbeat_response(ok(1, assignment((TID, [0]))), 2)  # the join's late answer: ignored
+    m.left(leave.attempt)
+    assert m.state is ConsumerMemberState.UNSUBSCRIBED and m.owned == set()
+
+
 def test_poll_timeout_leaves_then_loses_and_rejoins_when_the_application_polls() -> None:
     m = joined(parts=(0, 1), max_poll_interval_ms=10000, group_instance_id="s", enable_auto_commit=False)
     m.polled(1000)

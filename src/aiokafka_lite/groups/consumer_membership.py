@@ -454,7 +454,7 @@ class ConsumerMembership:
                 return []
             return self._release("lost", then="rejoin")
         if not self.subscribed:
-            if st in _MEMBER or self.owned:
+            if st in _MEMBER or st is ConsumerMemberState.JOINING or self.owned:
                 return self._leave(then=ConsumerMemberState.UNSUBSCRIBED)
             self.state = ConsumerMemberState.UNSUBSCRIBED
             return []
