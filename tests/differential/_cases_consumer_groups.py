@@ -251,6 +251,10 @@ async def case_hb_invalid_requests(t: Target) -> Observation:
     )
     await probe("unknown_assignor", server_assignor="sticky")
     await probe("v1_empty_member", version=1)
+    await probe("v1_long_member_id", version=1, member_id="m" * 200)
+    await probe("names_and_regex", version=1, member_id=str(uuid.uuid4()), subscribed_topic_regex="cg-inv.*")
+    await probe("negative_rebalance_timeout", rebalance_timeout_ms=-5)
+    await probe("zero_rebalance_timeout", rebalance_timeout_ms=0)
     return out
 
 
