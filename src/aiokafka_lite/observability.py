@@ -8,8 +8,10 @@ observable instruments. Names follow OpenTelemetry's messaging semantic conventi
 where one exists (``messaging.client.sent.messages``, ``messaging.client.consumed.messages``,
 ``messaging.client.operation.duration``); the Kafka-specific rest is under ``aiokafka_lite.``.
 
-Clients register themselves here when created (a weak reference: the registry never keeps
-one alive), so an exporter set up once sees clients created later too.
+Clients and the worker pools (``OrderedWorkers``, ``ShareWorkers``: the handlers'
+``messaging.process.duration``) register themselves here when created (a weak
+reference: the registry never keeps one alive), so an exporter set up once sees those
+created later too.
 
 Pure and dependency-free: importing it loads no client module.
 """
@@ -59,8 +61,15 @@ def track(client: object) -> None:
 
 
 def live_clients() -> list[Any]:
-    """Registered clients still alive and not closed, oldest first."""
-    return [c for _, c in sorted(_clients.items()) if not getattr(c, "closed", False)]
+    """Registered clients (and worker pools) still alive and not closed, oldest first."""
+    return [c for _, c in sorted(_clients.items()) if not _closed(c)]
+
+
+def _closed(client: object) -> bool:
+    if getattr(client, "closed", False):
+        return True
+    consumer = _consumer_of(client)  # worker pools: closed with their consumer
+    return consumer is not None and bool(getattr(consumer, "closed", False))
 
 
 def on_track(listener: Callable[[Any], None]) -> Callable[[], None]:
@@ -147,6 +156,12 @@ SPECS: dict[str, MetricSpec] = {
             "s",
             "Duration of Produce (send), Fetch/ShareFetch (receive) and OffsetCommit/ShareAcknowledge "
             "(settle) requests, from write to response.",
+        ),
+        _spec(
+            "messaging.process.duration",
+            "histogram",
+            "s",
+            "Duration of the handler OrderedWorkers or ShareWorkers ran on a record, successful or not.",
         ),
         # --- Kafka-specific
         _spec(
@@ -308,7 +323,13 @@ def client_kind(client: object) -> str:
         "Consumer": "consumer",
         "Admin": "admin",
         "ShareConsumer": "share_consumer",
+        "OrderedWorkers": "ordered_workers",
+        "ShareWorkers": "share_workers",
     }.get(type(client).__name__, type(client).__name__.lower())
+
+
+def _consumer_of(workers: object) -> Any:
+    return getattr(workers, "consumer", None) or getattr(workers, "_consumer", None)
 
 
 def _api_name(api_key: int) -> str:
@@ -359,17 +380,27 @@ def collect(*clients: object, names: Iterable[str] | None = None) -> list[Metric
     seen_net: set[int] = set()
     for client in targets:
         snap: dict[str, Any] = cast(Any, client).metrics()
-        net = _client_of(client)
+        kind = client_kind(client)
+        workers = kind in ("ordered_workers", "share_workers")
+        net = _client_of(_consumer_of(client) if workers else client)
         base = {
             "messaging.system": "kafka",
-            "aiokafka_lite.client.kind": client_kind(client),
+            "aiokafka_lite.client.kind": kind,
             "messaging.client.id": net.config.client_id if net is not None else "",
         }
+        if workers:
+            process = {
+                **base,
+                "messaging.consumer.group.name": snap["group_id"] or "",
+                "messaging.operation.name": "process",
+                "messaging.operation.type": "process",
+            }
+            out.add("messaging.process.duration", process, _hist(snap["process_duration"]))
+            continue
         client_snap = snap.get("client", snap)
         if net is not None and id(net) not in seen_net:
             seen_net.add(id(net))
             _collect_client(out, base, client_snap)
-        kind = base["aiokafka_lite.client.kind"]
         if kind == "producer":
             _collect_producer(out, base, snap)
         elif kind in ("consumer", "share_consumer"):

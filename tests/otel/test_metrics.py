@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -16,7 +17,9 @@ from opentelemetry.sdk.metrics.export import (
 
 from aiokafka_lite import Consumer, Producer
 from aiokafka_lite.broker.cluster import EmbeddedCluster
+from aiokafka_lite.groups import OrderedWorkers
 from aiokafka_lite.otel.metrics import instrument_metrics, is_metrics_instrumented, uninstrument_metrics
+from aiokafka_lite.prometheus import render_prometheus
 
 
 class Reading:
@@ -185,3 +188,56 @@ async def test_only_the_given_clients(kafka_cluster: EmbeddedCluster) -> None:
     finally:
         uninstrument_metrics()
         provider.shutdown()
+
+
+async def test_handler_durations_and_batch_sizes_are_histograms(
+    kafka_cluster: EmbeddedCluster, reader: InMemoryMetricReader
+) -> None:
+    topic = f"otel-process-{uuid.uuid4().hex[:8]}"
+    group = f"g-{topic}"
+    kafka_cluster.create_topic(topic, 3)
+    async with Producer(kafka_cluster.bootstrap, linger_ms=2, client_id="process-p") as producer:
+        for i in range(30):
+            await producer.enqueue(topic, b"job-%d" % i, key=b"%d" % i)
+        await producer.flush()
+        pm = producer.metrics()
+    done: list[int] = []
+
+    async def handle(record: Any) -> None:
+        await asyncio.sleep(0.001)
+        done.append(record.offset)
+
+    async with Consumer(
+        kafka_cluster.bootstrap,
+        topics=topic,
+        group_id=group,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        client_id="process-c",
+    ) as consumer:
+        workers = OrderedWorkers(consumer, handle, concurrency=3, commit_interval_ms=50)
+        run = asyncio.create_task(workers.run())
+        async with asyncio.timeout(60):
+            while len(done) < 30:  # noqa: ASYNC110 - polling the handler's progress
+                await asyncio.sleep(0.02)
+        workers.stop()
+        await run
+        r = Reading(reader)
+        (point,) = r.points("messaging.process.duration", **{"messaging.consumer.group.name": group})
+        assert isinstance(point, HistogramDataPoint)
+        assert point.count == 30 == workers.stats.processed
+        assert point.attributes["messaging.operation.type"] == "process"
+        assert point.sum >= 30 * 0.001
+        text = render_prometheus(workers)
+        assert f"messaging_process_duration_seconds_count{{{_labels(point.attributes)}}} 30" in text
+
+    (batch_sizes,) = r.points("aiokafka_lite.producer.batch.size", **{"messaging.client.id": "process-p"})
+    assert batch_sizes.count == pm["batches_sent"] and batch_sizes.sum == pm["bytes_sent"]
+    (batch_records,) = r.points(
+        "aiokafka_lite.producer.batch.records", **{"messaging.client.id": "process-p"}
+    )
+    assert batch_records.sum == 30
+
+
+def _labels(attributes: Any) -> str:
+    return ",".join(f'{k.replace(".", "_")}="{v}"' for k, v in sorted(attributes.items()))

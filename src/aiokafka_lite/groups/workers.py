@@ -90,6 +90,8 @@ from aiokafka_lite.handler_failures import (
     decide,
     failure_kind,
 )
+from aiokafka_lite.net.hooks import LATENCY_BUCKETS_S, Histogram
+from aiokafka_lite.observability import track
 from aiokafka_lite.otel import _active as _otel
 from aiokafka_lite.structs import TopicPartition
 
@@ -143,6 +145,8 @@ class WorkerStats:
     timeouts: int = 0  # handler calls cancelled at handler_timeout_ms
     dead_lettered: int = 0
     threshold_reports: int = 0  # times the failure threshold was crossed
+    #: Handler durations in seconds, successful or not (messaging.process.duration).
+    process_seconds: Histogram = field(default_factory=lambda: Histogram(LATENCY_BUCKETS_S))
 
 
 @dataclass(slots=True)
@@ -245,6 +249,21 @@ class OrderedWorkers:
         self._failure: WorkerFailedError | FailureThresholdError | None = None
         self._running = False
         self.stats = WorkerStats()
+        track(self)
+
+    def metrics(self) -> dict[str, Any]:
+        """The worker counters (``stats``), the handler-duration histogram included."""
+        st = self.stats
+        return {
+            "group_id": getattr(getattr(self._consumer, "config", None), "group_id", None),
+            "processed": st.processed,
+            "skipped": st.skipped,
+            "retries": st.retries,
+            "commits": st.commits,
+            "timeouts": st.timeouts,
+            "dead_lettered": st.dead_lettered,
+            "process_duration": st.process_seconds.snapshot(),
+        }
 
     # ------------------------------------------------------------------ public
     async def run(self) -> None:
@@ -418,6 +437,7 @@ class OrderedWorkers:
         the threshold callback paused the partition (the record was not processed)."""
         retries = 0
         while True:
+            started = time.perf_counter()
             try:
                 if _otel.enabled:  # the handler runs in the record's process span (its trace)
                     await _otel.in_process_span(
@@ -425,10 +445,12 @@ class OrderedWorkers:
                     )
                 else:
                     await call_handler(self._handler, record, self._timeout_ms)
+                self.stats.process_seconds.record(time.perf_counter() - started)
                 return "done"
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
+                self.stats.process_seconds.record(time.perf_counter() - started)
                 if isinstance(exc, HandlerTimeoutError):
                     self.stats.timeouts += 1
                 decision = await self._check_threshold(tp, part, record, exc)

@@ -12,6 +12,7 @@ import logging
 import math
 from bisect import bisect_left
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -109,10 +110,11 @@ class Histogram:
     ``bounds[i]`` and above ``bounds[i-1]``; the last count is above every bound.
 
     Recording is a bisect and three adds (no allocation), so it can sit on per-request
-    and per-batch paths.
+    and per-batch paths. ``listener``, when set (by an exporter such as
+    ``aiokafka_lite.otel.metrics``), is called with every value recorded.
     """
 
-    __slots__ = ("bounds", "count", "counts", "max", "sum")
+    __slots__ = ("bounds", "count", "counts", "listener", "max", "sum")
 
     def __init__(self, bounds: tuple[float, ...]) -> None:
         self.bounds = bounds
@@ -120,6 +122,7 @@ class Histogram:
         self.count = 0
         self.sum = 0.0
         self.max = 0.0
+        self.listener: Callable[[float], None] | None = None
 
     def record(self, value: float) -> None:
         self.counts[bisect_left(self.bounds, value)] += 1
@@ -127,6 +130,8 @@ class Histogram:
         self.sum += value
         if value > self.max:
             self.max = value
+        if self.listener is not None:
+            self.listener(value)
 
     def snapshot(self) -> dict[str, Any]:
         return {

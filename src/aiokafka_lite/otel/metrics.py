@@ -6,14 +6,13 @@ ShareConsumer, those created later included, until ``uninstrument_metrics()``:
 * counters, up-down counters and gauges are observable instruments whose callbacks read
   the clients' own counters (``metrics()``) at each collection, so the clients pay
   nothing extra while sending and fetching;
-* the request-latency histograms (``messaging.client.operation.duration`` and
-  ``aiokafka_lite.request.duration``) are recorded from the ``on_response_read`` hook,
-  one observation per request (OpenTelemetry has no observable histogram).
+* histograms are recorded as values come (OpenTelemetry has no observable histogram):
+  request latency (``messaging.client.operation.duration``,
+  ``aiokafka_lite.request.duration``) from the ``on_response_read`` hook, batch sizes
+  and handler durations (``messaging.process.duration``) through the listener of the
+  client's own histogram; none of it is called while not instrumented.
 
-Names, units and attributes are those of ``aiokafka_lite.observability``; the
-``aiokafka_lite.producer.batch.*`` histograms are left to the Prometheus exposition (an
-observable instrument cannot report a histogram): ``aiokafka_lite.producer.batches`` and
-``aiokafka_lite.producer.sent.bytes`` give the mean batch size.
+Names, units and attributes are those of ``aiokafka_lite.observability``.
 """
 
 from __future__ import annotations
@@ -27,9 +26,6 @@ from aiokafka_lite import observability as obs
 __all__ = ["KafkaMetrics", "instrument_metrics", "is_metrics_instrumented", "uninstrument_metrics"]
 
 _METER_NAME = "aiokafka_lite"
-#: Instruments fed by the request hook instead of an observable callback.
-_HOOK_HISTOGRAMS = ("messaging.client.operation.duration", "aiokafka_lite.request.duration")
-
 _current: KafkaMetrics | None = None
 
 
@@ -108,9 +104,10 @@ class KafkaMetrics:
         #: Only these clients (None: every registered client).
         self._only = list(clients) if clients is not None else None
         self._hooks: dict[int, tuple[Any, _LatencyHook]] = {}  # id(Client) -> (Client, hook)
+        self._listened: list[Any] = []  # client histograms whose listener records here
         specs = obs.SPECS
         for name, spec in specs.items():
-            if name in _HOOK_HISTOGRAMS or spec.kind == "histogram":
+            if spec.kind == "histogram":
                 continue
             callback = self._callback(name)
             if spec.kind == "counter":
@@ -119,11 +116,20 @@ class KafkaMetrics:
                 self.meter.create_observable_up_down_counter(name, [callback], spec.unit, spec.description)
             else:
                 self.meter.create_observable_gauge(name, [callback], spec.unit, spec.description)
-        op = specs["messaging.client.operation.duration"]
-        req = specs["aiokafka_lite.request.duration"]
-        boundaries = list(_latency_buckets())
-        self.operation_duration = _histogram(self.meter, op, boundaries)
-        self.request_duration = _histogram(self.meter, req, boundaries)
+        latency = list(_latency_buckets())
+        self.operation_duration = _histogram(
+            self.meter, specs["messaging.client.operation.duration"], latency
+        )
+        self.request_duration = _histogram(self.meter, specs["aiokafka_lite.request.duration"], latency)
+        self.process_duration = _histogram(self.meter, specs["messaging.process.duration"], latency)
+        from aiokafka_lite.produce.sender import BATCH_BYTES_BUCKETS, BATCH_RECORDS_BUCKETS
+
+        self.batch_size = _histogram(
+            self.meter, specs["aiokafka_lite.producer.batch.size"], list(BATCH_BYTES_BUCKETS)
+        )
+        self.batch_records = _histogram(
+            self.meter, specs["aiokafka_lite.producer.batch.records"], list(BATCH_RECORDS_BUCKETS)
+        )
         for client in self._clients():
             self._attach(client)
         self._stop_tracking = obs.on_track(self._attach) if self._only is None else None
@@ -136,12 +142,48 @@ class KafkaMetrics:
     def _attach(self, client: Any) -> None:
         if not self.active:
             return
+        kind = obs.client_kind(client)
+        if kind in ("ordered_workers", "share_workers"):
+            consumer = getattr(client, "consumer", None) or getattr(client, "_consumer", None)
+            net = getattr(consumer, "client", None) or getattr(consumer, "_client", None)
+            attrs = {
+                "messaging.system": "kafka",
+                "aiokafka_lite.client.kind": kind,
+                "messaging.client.id": net.config.client_id if net is not None else "",
+                "messaging.consumer.group.name": client.metrics()["group_id"] or "",
+                "messaging.operation.name": "process",
+                "messaging.operation.type": "process",
+            }
+            self._listen(client.stats.process_seconds, self.process_duration, attrs)
+            return
         net = getattr(client, "client", None) or getattr(client, "_client", None)
-        if net is None or id(net) in self._hooks:
+        if net is None:
+            return
+        if kind == "producer":
+            # The sender's batch histograms; a producer that fails to start and is started
+            # again gets a new sender, whose batches are then in the Prometheus text only.
+            sender = client._sender
+            attrs = {
+                "messaging.system": "kafka",
+                "aiokafka_lite.client.kind": kind,
+                "messaging.client.id": net.config.client_id,
+            }
+            self._listen(sender.batch_bytes, self.batch_size, attrs)
+            self._listen(sender.batch_records, self.batch_records, attrs)
+        if id(net) in self._hooks:
             return
         hook = _LatencyHook(self, client, net)
         net.add_hooks(hook)
         self._hooks[id(net)] = (net, hook)
+
+    def _listen(self, source: Any, target: Any, attrs: dict[str, Any]) -> None:
+        """Record every value ``source`` (a client-side Histogram) records into ``target``."""
+
+        def listener(value: float) -> None:
+            target.record(value, attrs)
+
+        source.listener = listener
+        self._listened.append(source)
 
     def _callback(self, name: str) -> Callable[[Any], Iterable[Any]]:
         from opentelemetry.metrics import Observation
@@ -168,6 +210,9 @@ class KafkaMetrics:
         for net, hook in self._hooks.values():
             net.remove_hooks(hook)
         self._hooks.clear()
+        for source in self._listened:
+            source.listener = None
+        self._listened.clear()
         if _current is self:
             _current = None
 

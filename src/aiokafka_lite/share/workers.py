@@ -56,8 +56,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from aiokafka_lite.errors import ConfigError, KafkaError
@@ -73,6 +74,8 @@ from aiokafka_lite.handler_failures import (
     decide,
     failure_kind,
 )
+from aiokafka_lite.net.hooks import LATENCY_BUCKETS_S, Histogram
+from aiokafka_lite.observability import track
 from aiokafka_lite.otel import _active as _otel
 
 from .consumer import ShareConsumer
@@ -97,6 +100,8 @@ class ShareWorkerStats:
     dead_lettered: int = 0
     timeouts: int = 0  # handler calls cancelled at handler_timeout_ms
     threshold_reports: int = 0  # times the failure threshold was crossed
+    #: Handler durations in seconds, successful or not (messaging.process.duration).
+    process_seconds: Histogram = field(default_factory=lambda: Histogram(LATENCY_BUCKETS_S))
 
 
 class ShareWorkers:
@@ -163,6 +168,20 @@ class ShareWorkers:
         self._paused = False
         self._resume_timer: asyncio.TimerHandle | None = None
         self._failure: FailureThresholdError | None = None
+        track(self)
+
+    def metrics(self) -> dict[str, Any]:
+        """The worker counters (``stats``), the handler-duration histogram included."""
+        st = self.stats
+        return {
+            "group_id": self.consumer.group_id,
+            "accepted": st.accepted,
+            "released": st.released,
+            "rejected": st.rejected,
+            "timeouts": st.timeouts,
+            "dead_lettered": st.dead_lettered,
+            "process_duration": st.process_seconds.snapshot(),
+        }
 
     @property
     def in_flight(self) -> int:
@@ -237,6 +256,7 @@ class ShareWorkers:
         if self._paused or self._failure is not None:  # polled before a pause or stop: others take it
             self._ack(record, AcknowledgeType.RELEASE)
             return
+        started = time.perf_counter()
         try:
             if _otel.enabled:  # the handler runs in the record's process span (its trace)
                 await _otel.in_process_span(
@@ -244,10 +264,12 @@ class ShareWorkers:
                 )
             else:
                 await call_handler(self.handler, record, self.handler_timeout_ms)
+            self.stats.process_seconds.record(time.perf_counter() - started)
         except asyncio.CancelledError:
             self._ack(record, AcknowledgeType.RELEASE)
             raise
         except Exception as exc:
+            self.stats.process_seconds.record(time.perf_counter() - started)
             if isinstance(exc, HandlerTimeoutError):
                 self.stats.timeouts += 1
             decision = await self._check_threshold(record, exc)
