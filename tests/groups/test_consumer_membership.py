@@ -410,6 +410,18 @@ def test_unsupported_version_names_the_classic_protocol() -> None:
     assert "group_protocol='classic'" in str(m.fatal)
 
 
+def test_a_regex_the_broker_cannot_take_is_fatal_with_the_reason() -> None:
+    from aiokafka_lite.errors import VersionError
+
+    m = ConsumerMembership(settings(), now=0)
+    m.update_subscription([], "t.*", True, 0)
+    m.tick(0, resolve())
+    m.coordinator_found(1, 0)
+    m.heartbeat_request(0)
+    assert m.heartbeat_failed(VersionError("subscribed_topic_regex at version 0"), 0)
+    assert isinstance(m.fatal, ConfigError) and "v1" in str(m.fatal)
+
+
 def test_topic_authorization_failure_is_reported_and_the_member_stays() -> None:
     m = joined()
     m.heartbeat_request(5000)

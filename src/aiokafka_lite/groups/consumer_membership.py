@@ -56,6 +56,7 @@ from aiokafka_lite.errors import (
     KafkaError,
     KafkaTimeoutError,
     UnsupportedVersionError,
+    VersionError,
     error_for,
 )
 from aiokafka_lite.groups.membership import (
@@ -778,6 +779,14 @@ class ConsumerMembership:
             return False
         if isinstance(exc, UnsupportedVersionError):
             self._fail(_unsupported(exc))
+            return True
+        if isinstance(exc, VersionError) and self.regex is not None:
+            err = ConfigError(
+                "pattern subscriptions with group_protocol='consumer' need ConsumerGroupHeartbeat v1 "
+                "(SubscribedTopicRegex, Apache Kafka 4.0+); this broker only has v0"
+            )
+            err.__cause__ = exc
+            self._fail(err)
             return True
         if not exc.retriable and not _is_transport(exc):
             self._fail(exc)
