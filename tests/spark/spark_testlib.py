@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import sys
+import sysconfig
 import time
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -122,32 +125,13 @@ def read_all(bootstrap: str, tps: Sequence[TopicPartition], expect: int) -> list
     return asyncio.run(_read_all(bootstrap, tps, expect))
 
 
-def spark_session() -> Any:
-    """The shared local SparkSession (created once per test process, small and quiet)."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
+def _connector_jars() -> str:
+    from aiokafka_lite.spark.connector import connector_jars
 
-    from aiokafka_lite.spark import register
-
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("aiokafka_lite-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.driver.memory", "1g")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.python.worker.reuse", "true")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    register(spark)
-    return spark
+    return ",".join(str(j) for j in connector_jars())
 
 
-@pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
+def _check_installed() -> None:
     # pyspark is a required test dependency (the spark extra): missing, it is an error, not a skip.
     try:
         import pyspark  # noqa: F401
@@ -160,11 +144,97 @@ def spark() -> Iterator[Any]:
             "pyspark is installed without pyarrow, which Python data sources need: pip install 'pyspark[sql]'",
             pytrace=False,
         )
-    session = spark_session()
-    try:
-        yield session
-    finally:
-        session.stop()
+
+
+_current: tuple[Any, Any] | None = None
+
+
+def session_for(master: str, conf: dict[str, str] | None = None, py_files: Sequence[str] = ()) -> Any:
+    """The SparkSession on ``master`` (the active one when it runs there already).
+
+    One JVM per test process can hold one SparkContext: switching master stops the active
+    session first. Every session gets Spark's own Kafka connector (``spark.jars``), the
+    yardstick the comparison tests read and write with, so that it is on the classpath
+    from the JVM's start.
+    """
+    from pyspark.sql import SparkSession
+
+    from aiokafka_lite.spark import register
+
+    global _current
+    key = (master, sorted((conf or {}).items()), list(py_files))
+    if _current is not None:
+        current_key, current = _current
+        if current_key == key and current.sparkContext._jsc is not None:
+            return current
+        current.stop()
+        _current = None
+    builder = (
+        SparkSession.builder.master(master)
+        .appName("aiokafka_lite-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.driver.memory", "1g")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.python.worker.reuse", "true")
+        .config("spark.jars", _connector_jars())
+    )
+    for k, v in (conf or {}).items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    for path in py_files:
+        spark.sparkContext.addPyFile(path)  # what spark-submit --py-files does
+    register(spark)
+    _current = (key, spark)
+    return spark
+
+
+def spark_session() -> Any:
+    """The shared local SparkSession (small and quiet; register() points its Python
+    workers at this interpreter)."""
+    return session_for("local[2]")
+
+
+@pytest.fixture
+def spark() -> Any:
+    _check_installed()
+    return spark_session()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _stop_spark_at_exit() -> Iterator[None]:
+    yield
+    global _current
+    if _current is not None:
+        _current[1].stop()
+        _current = None
+
+
+def python_without_aiokafka_lite(tmp_path: Path) -> Path:
+    """A ``bin/python3`` that sees this venv's site-packages (pyspark, pyarrow) without
+    running its .pth files, so that the editable aiokafka_lite is not importable: an
+    executor's interpreter before the package is shipped to it."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir(exist_ok=True)
+    site_packages = sysconfig.get_paths()["purelib"]
+    wrapper = bindir / "python3"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f'PYTHONPATH="${{PYTHONPATH:+$PYTHONPATH:}}{site_packages}" exec {sys.executable} -S "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    probe = subprocess.run(
+        [str(wrapper), "-c", "import pyspark, pyarrow\nimport aiokafka_lite"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": ""},
+    )
+    assert "No module named 'aiokafka_lite'" in probe.stderr, probe.stderr  # the premise of its users
+    return wrapper
 
 
 _counter = 0

@@ -12,13 +12,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import sysconfig
 import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
-from spark_testlib import create_topic, produce, unique, values
+from spark_testlib import create_topic, produce, python_without_aiokafka_lite, unique, values
 
 from aiokafka_lite.spark.workers import (
     SPARK_DEFAULT_PYTHON,
@@ -30,29 +29,6 @@ from aiokafka_lite.spark.workers import (
 pytestmark = pytest.mark.spark
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
-
-
-def python_without_aiokafka_lite(tmp_path: Path) -> Path:
-    """A ``bin/python3`` that sees this venv's site-packages (pyspark, pyarrow) without
-    running its .pth files, so that the editable aiokafka_lite is not importable."""
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    site_packages = sysconfig.get_paths()["purelib"]
-    wrapper = bindir / "python3"
-    wrapper.write_text(
-        "#!/bin/sh\n"
-        f'PYTHONPATH="${{PYTHONPATH:+$PYTHONPATH:}}{site_packages}" exec {sys.executable} -S "$@"\n'
-    )
-    wrapper.chmod(0o755)
-    probe = subprocess.run(
-        [str(wrapper), "-c", "import pyspark, pyarrow\nimport aiokafka_lite"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "PYTHONPATH": ""},
-    )
-    assert "No module named 'aiokafka_lite'" in probe.stderr, probe.stderr  # the premise of these tests
-    return wrapper
 
 
 DRIVER = textwrap.dedent(
