@@ -28,6 +28,7 @@ import inspect
 import time
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from contextvars import Token
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from opentelemetry import context as otel_context
@@ -152,7 +153,9 @@ class _ProcessScope:
 
     __slots__ = ("span", "task", "token")
 
-    def __init__(self, span: Span, token: object, task: asyncio.Task[Any] | None) -> None:
+    def __init__(
+        self, span: Span, token: Token[otel_context.Context], task: asyncio.Task[Any] | None
+    ) -> None:
         self.span = span
         self.token = token
         self.task = task
@@ -162,7 +165,7 @@ class _ProcessScope:
         # The token belongs to the task (its context) that iterated; from elsewhere
         # (close() from another task) there is nothing of ours to restore.
         if self.task is asyncio.current_task():
-            otel_context.detach(self.token)  # type: ignore[arg-type]
+            otel_context.detach(self.token)
 
 
 #: The open ``process`` scope of each consumer being iterated with ``async for``.
