@@ -232,3 +232,18 @@ async def test_group_max_size_is_fatal_for_the_extra_member(
     finally:
         await a.close()
         await b.close()
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [({"pattern": "t-(?!x).*"}, "RE2/J"), ({"pattern": "t-.*", "exclude": "t-x"}, "exclude=")],
+)
+async def test_patterns_the_broker_cannot_run_fail_from_the_first_poll(
+    cluster: EmbeddedCluster, options: dict[str, str], match: str
+) -> None:
+    from aiokafka_lite.errors import ConfigError
+
+    consumer = Consumer(cluster.bootstrap, group_id=names()[1], group_protocol="consumer", **options)  # type: ignore[arg-type]
+    async with consumer:
+        with pytest.raises(ConfigError, match=match):
+            await consumer.getmany(timeout_ms=100)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -81,6 +82,7 @@ class ConsumerGroupCoordinator(GroupCoordinator):
         self._settings = _client_backoffs(settings, config, self._client)
         self._m = ConsumerMembership(self._settings, now=self._now())
         self._seen_consumer_subscription: tuple[int, SubscriptionType, str | None] | None = None
+        self._regex_seen: tuple[re.Pattern[str], re.Pattern[str] | None, str | None] | None = None
 
     # ------------------------------------------------------------------ introspection
     def group_metadata(self) -> ConsumerGroupMetadata:
@@ -108,18 +110,8 @@ class ConsumerGroupCoordinator(GroupCoordinator):
         sub = self._sub
         regex: str | None = None
         if sub.subscription_type is SubscriptionType.PATTERN and sub.pattern is not None:
-            try:
-                if sub.exclude_pattern is not None:
-                    raise ConfigError(
-                        "exclude= cannot be used with group_protocol='consumer': the broker matches the "
-                        "pattern (RE2/J); write the exclusion into the pattern, e.g. (?!...) is not "
-                        "available either, so list the topics or use the classic protocol"
-                    )
-                regex = re2_pattern_of(sub.pattern)
-            except ConfigError as exc:
-                if self._m.fatal is None:
-                    self._m.fail(exc)
-                    self._wake.set()
+            regex = self._broker_regex(sub.pattern, sub.exclude_pattern)
+            if regex is None:
                 return False
         # Pattern matches found in the client's metadata do not matter here (the broker
         # matches), so the version only counts for topic subscriptions.
@@ -135,6 +127,28 @@ class ConsumerGroupCoordinator(GroupCoordinator):
         self._hb_wake.set()
         return True
 
+    def _broker_regex(self, pattern: re.Pattern[str], exclude: re.Pattern[str] | None) -> str | None:
+        """The pattern as sent to the broker (checked once per pattern: this runs on every
+        poll); None after failing the membership when the broker cannot run it."""
+        cached = self._regex_seen
+        if cached is not None and cached[0] is pattern and cached[1] is exclude:
+            return cached[2]
+        try:
+            if exclude is not None:
+                raise ConfigError(
+                    "exclude= cannot be used with group_protocol='consumer': the broker matches the "
+                    "pattern itself (RE2/J, which has no lookaround to leave topics out); narrow the "
+                    "pattern, list the topics, or use the classic protocol"
+                )
+            regex: str | None = re2_pattern_of(pattern)
+        except ConfigError as exc:
+            regex = None
+            if self._m.fatal is None:
+                self._m.fail(exc)
+                self._wake.set()
+        self._regex_seen = (pattern, exclude, regex)
+        return regex
+
     def on_state_changed(self) -> None:
         sub = self._sub
         current = self._seen_consumer_subscription
@@ -142,6 +156,10 @@ class ConsumerGroupCoordinator(GroupCoordinator):
             current is None
             or current[1] is not sub.subscription_type
             or (sub.subscription_type is SubscriptionType.TOPICS and current[0] != sub.subscription_version)
+            or (
+                sub.subscription_type is SubscriptionType.PATTERN
+                and (self._regex_seen is None or self._regex_seen[0] is not sub.pattern)
+            )
         ):
             self._wake.set()
 
