@@ -42,7 +42,7 @@ def test_acquire_deliver_acknowledge_take_complete() -> None:
         t.acknowledge(TP, 11, A.ACCEPT)
     with pytest.raises(IllegalStateError, match="not a record this consumer delivered"):
         t.acknowledge(TP, 13, A.ACCEPT)
-    with pytest.raises(ValueError, match="ACCEPT, RELEASE or REJECT"):
+    with pytest.raises(ValueError, match="ACCEPT, RELEASE, REJECT or RENEW"):
         t.acknowledge(TP, 12, A.GAP)
     assert t.unacknowledged() == 2 and t.with_pending() == [TP]
     assert t.take(TP) == [AckBatch(10, 11, (1, 2))]
@@ -160,3 +160,49 @@ def test_session_reset_reopens_with_epoch_zero() -> None:
     s.reset()
     req = s.fetch_request({(TID, 0)}, {}, PARAMS)
     assert req.share_session_epoch == 0 and req.forgotten_topics_data == []
+
+
+def test_renew_keeps_the_record_acquired_and_moves_its_deadline_on_success() -> None:
+    t = AckTracker()
+    t.acquire(TP, TID, [(0, 2, 1)], lock_deadline=15_000)
+    t.deliver(TP, [0, 1, 2])
+    t.acknowledge(TP, 0, A.RENEW)
+    t.acknowledge(TP, 1, A.ACCEPT)
+    assert t.unacknowledged() == 1  # a renewal counts as acknowledged for the poll rule
+    assert t.has_renewals(TP)
+    with pytest.raises(IllegalStateError, match="already acknowledged"):
+        t.acknowledge(TP, 0, A.ACCEPT)  # renewing: not the application's until it comes back
+    assert t.take(TP) == [AckBatch(0, 1, (4, 1))]
+    assert not t.has_renewals(TP)
+    result = t.completed(TP, None, sent_at=10_000, lock_ms=15_000)
+    assert result is not None and result.error is None and dict(result.offsets) == {0: A.RENEW, 1: A.ACCEPT}
+    part = t.partitions[TP]
+    assert part.acquired == {0: 1, 2: 1} and part.deadline[0] == 25_000
+    assert t.expired(20_000) == {TP: [2]}  # the renewed one no longer expires at 15 s
+    t.deliver(TP, [0])  # handed out again
+    t.acknowledge(TP, 0, A.ACCEPT)
+    assert t.take(TP) == [AckBatch(0, 0, (1,))]
+
+
+def test_failed_renewal_drops_the_record_and_close_releases_an_unsent_one() -> None:
+    t = AckTracker()
+    t.acquire(TP, TID, [(0, 1, 1)], lock_deadline=15_000)
+    t.deliver(TP, [0, 1])
+    t.acknowledge(TP, 0, A.RENEW)
+    t.take(TP)
+    result = t.completed(TP, InvalidRecordStateError("gone"), sent_at=16_000, lock_ms=15_000)
+    assert result is not None and isinstance(result.error, AcquisitionLockTimeoutError)
+    assert 0 not in t.partitions[TP].acquired
+    t.acknowledge(TP, 1, A.RENEW)
+    assert t.release_undelivered() == 1  # closing before the renewal went out: released
+    assert t.take(TP) == [AckBatch(1, 1, (2,))]
+
+
+def test_acknowledge_request_flags_renewals() -> None:
+    s = ShareSession("g", "m", node_id=1)
+    s.fetch_request([(TID, 0)], {}, PARAMS)
+    s.succeeded()
+    plain = s.acknowledge_request({(TID, 0): [AckBatch(0, 1, (1,))]})
+    assert plain.is_renew_ack is False
+    renew = s.acknowledge_request({(TID, 0): [AckBatch(0, 1, (1, 4))]})
+    assert renew.is_renew_ack is True

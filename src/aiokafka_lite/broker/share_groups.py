@@ -19,7 +19,12 @@ from aiokafka_lite.broker.group_configs import (
     validate_group_config,
 )
 from aiokafka_lite.broker.log import PartitionLog
-from aiokafka_lite.broker.share_state import InvalidAcknowledgement, SharePartitionState, aborted_ranges
+from aiokafka_lite.broker.share_state import (
+    RENEW,
+    InvalidAcknowledgement,
+    SharePartitionState,
+    aborted_ranges,
+)
 from aiokafka_lite.broker.share_store import SharePersistence
 from aiokafka_lite.broker.state import ClusterState
 from aiokafka_lite.wire.message import Request, Response
@@ -246,17 +251,28 @@ class ShareGroups:
         return plog.high_watermark
 
     def _acknowledge(
-        self, g: _Group, member_id: str, tid: uuid.UUID, index: int, batches: list[tuple[int, int, list[int]]]
+        self,
+        g: _Group,
+        member_id: str,
+        tid: uuid.UUID,
+        index: int,
+        batches: list[tuple[int, int, list[int]]],
+        renew_ack: bool,
     ) -> tuple[int, str | None]:
+        if not renew_ack and any(RENEW in types for _, _, types in batches):
+            # Kafka 4.4: RENEW only in a request flagged IsRenewAck.
+            return INVALID_REQUEST, "RENEW acknowledgements need IsRenewAck"
         sp = self._partition(g, tid, index)
         if sp is None:
             return UNKNOWN_TOPIC_ID, None
         limit = self._int_config(g.group_id, "share.delivery.count.limit")
-        sp.expire_locks(time.monotonic() * 1000, limit)
+        now_ms = time.monotonic() * 1000
+        sp.expire_locks(now_ms, limit)
+        lock_ms = self._int_config(g.group_id, "share.record.lock.duration.ms")
         code, msg = NONE, None
         for first, last, types in batches:
             try:
-                sp.acknowledge(member_id, first, last, types, limit)
+                sp.acknowledge(member_id, first, last, types, limit, now_ms=now_ms, lock_ms=lock_ms)
             except InvalidAcknowledgement as e:
                 code, msg = (INVALID_REQUEST if e.bad_request else INVALID_RECORD_STATE), str(e)
         return code, msg
@@ -295,6 +311,12 @@ class ShareGroups:
             return ShareFetchResponse(
                 error_code=INVALID_REQUEST, error_message="acknowledgements in a ShareFetch opening a session"
             )
+        if req.is_renew_ack and (req.max_wait_ms or req.min_bytes or req.max_bytes or req.max_records):
+            # A ShareFetch renewing locks only acknowledges (Kafka 4.4 refuses one that would fetch).
+            return ShareFetchResponse(
+                error_code=INVALID_REQUEST,
+                error_message="a ShareFetch with IsRenewAck must have MaxWaitMs, MinBytes, MaxBytes and MaxRecords 0",
+            )
         s, code, msg = self._session(group_id, member_id, epoch, ctx.connection_id)
         if s is None:
             return ShareFetchResponse(error_code=code, error_message=msg)
@@ -317,6 +339,7 @@ class ShareGroups:
                             (b.first_offset, b.last_offset, list(b.acknowledge_types))
                             for b in p.acknowledgement_batches
                         ],
+                        req.is_renew_ack,
                     )
                 s.partitions.add(key)
         for ft in req.forgotten_topics_data:
@@ -328,6 +351,9 @@ class ShareGroups:
                 sp.release_member(member_id, limit)
             self._offer(g)
             return _fetch_response(results, lock_ms)
+        if req.is_renew_ack:
+            self._offer(g)
+            return _fetch_response(results, lock_ms)  # acknowledgements only, nothing fetched
         if results:
             self._offer(g)  # what these acknowledgements freed goes to earlier fetches first
         max_records = req.max_records if req.max_records > 0 else 500
@@ -455,6 +481,7 @@ class ShareGroups:
                         (b.first_offset, b.last_offset, list(b.acknowledge_types))
                         for b in p.acknowledgement_batches
                     ],
+                    req.is_renew_ack,
                 )
                 parts.append(
                     ShareAcknowledgeResponse.PartitionData(
@@ -470,7 +497,10 @@ class ShareGroups:
             for sp in g.partitions.values():
                 sp.release_member(member_id, limit)
         self._offer(g)
-        return ShareAcknowledgeResponse(responses=topics)
+        return ShareAcknowledgeResponse(
+            acquisition_lock_timeout_ms=self._int_config(group_id, "share.record.lock.duration.ms"),
+            responses=topics,
+        )
 
 
 def _hb_error(code: int, message: str) -> ShareGroupHeartbeatResponse:

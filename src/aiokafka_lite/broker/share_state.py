@@ -27,6 +27,7 @@ __all__ = [
     "GAP",
     "REJECT",
     "RELEASE",
+    "RENEW",
     "AcquiredRange",
     "InvalidAcknowledgement",
     "RecordState",
@@ -34,7 +35,7 @@ __all__ = [
     "aborted_ranges",
 ]
 
-GAP, ACCEPT, RELEASE, REJECT = 0, 1, 2, 3
+GAP, ACCEPT, RELEASE, REJECT, RENEW = 0, 1, 2, 3, 4  # RENEW: KIP-1222 (ShareFetch/ShareAcknowledge v2)
 
 
 class RecordState(enum.Enum):
@@ -193,14 +194,24 @@ class SharePartitionState:
         return self._ranges(taken)
 
     def acknowledge(
-        self, member_id: str, first: int, last: int, types: list[int], delivery_limit: int
+        self,
+        member_id: str,
+        first: int,
+        last: int,
+        types: list[int],
+        delivery_limit: int,
+        *,
+        now_ms: float = 0.0,
+        lock_ms: int = 0,
     ) -> None:
         """Applies one acknowledgement batch: one type for the whole range, or one per offset.
         All or nothing: raises InvalidAcknowledgement and changes nothing if any record of
-        the range from the start offset on (other than a GAP) is not acquired by ``member_id``."""
+        the range from the start offset on (other than a GAP) is not acquired by ``member_id``.
+        RENEW keeps a record acquired by the member and restarts its lock (``lock_ms`` from
+        ``now_ms``), without counting a delivery."""
         if last < first or not types or (len(types) != 1 and len(types) != last - first + 1):
             raise InvalidAcknowledgement(f"malformed acknowledgement batch {first}..{last}", bad_request=True)
-        if any(t not in (GAP, ACCEPT, RELEASE, REJECT) for t in types):
+        if any(t not in (GAP, ACCEPT, RELEASE, REJECT, RENEW) for t in types):
             raise InvalidAcknowledgement(f"unknown acknowledge type in {types}", bad_request=True)
         if last >= self.next_offset and self.next_offset > self.start_offset:
             # Kafka: records past the acquired ones are a malformed request, while with
@@ -222,13 +233,16 @@ class SharePartitionState:
             rec = self.in_flight.get(o)
             if rec is None:
                 continue  # a gap below the start or beyond what was delivered
+            if kind == RENEW:
+                rec.lock_deadline_ms = now_ms + lock_ms
+                continue
             if kind == ACCEPT:
                 rec.state, rec.member_id = RecordState.ACKNOWLEDGED, None
             elif kind in (REJECT, GAP):
                 rec.state, rec.member_id = RecordState.ARCHIVED, None
             else:
                 self._release(rec, delivery_limit)
-        if plan:
+        if any(kind != RENEW for _, kind in plan):
             self.version += 1
         self._advance()
 

@@ -16,6 +16,10 @@ Per partition, the tracker follows every offset the broker acquired for this mem
 * ``deliver`` marks records handed to the application; ``acknowledge`` records its
   decision (at most once per delivery); ``accept_delivered`` is implicit mode's
   "everything returned by the last poll is accepted".
+* ``RENEW`` (KIP-1222) is pending like a decision, but the offset stays acquired: once
+  the broker confirms, ``completed`` moves its lock deadline (the answer's
+  ``AcquisitionLockTimeoutMs`` from the send) and the consumer hands the record out again;
+  a failed renewal drops the offset (its lock is gone).
 * ``take`` turns a partition's pending decisions into ``AcknowledgementBatch`` tuples
   (``acknowledgement_batches``) and marks them in flight; ``completed`` applies the
   broker's per-partition answer and reports which of the offsets' locks had expired,
@@ -44,6 +48,7 @@ __all__ = [
 ]
 
 _GAP: Final = AcknowledgeType.GAP
+_RENEW: Final = AcknowledgeType.RENEW
 
 
 class AcquisitionLockTimeoutError(InvalidRecordStateError):
@@ -184,9 +189,9 @@ class AckTracker:
         part.delivered.update(o for o in offsets if o in part.acquired)
 
     def acknowledge(self, tp: TopicPartition, offset: int, kind: AcknowledgeType) -> None:
-        """The application's decision for a delivered record."""
+        """The application's decision for a delivered record (or RENEW: keep it, locked)."""
         if kind == _GAP or not isinstance(kind, AcknowledgeType):
-            raise ValueError(f"acknowledge type must be ACCEPT, RELEASE or REJECT, got {kind!r}")
+            raise ValueError(f"acknowledge type must be ACCEPT, RELEASE, REJECT or RENEW, got {kind!r}")
         part = self.partitions.get(tp)
         if part is None or offset not in part.delivered:
             if part is not None and (offset in part.pending or offset in part.sending):
@@ -196,8 +201,15 @@ class AckTracker:
                 "and still holds (records can be acknowledged once, after poll returned them)"
             )
         part.delivered.discard(offset)
-        del part.acquired[offset]
+        if kind != _RENEW:  # a renewed record stays acquired, to be delivered again
+            del part.acquired[offset]
         part.pending[offset] = kind
+
+    def has_renewals(self, tp: TopicPartition) -> bool:
+        """Pending RENEWs: they go in a ShareAcknowledge (IsRenewAck), never on a ShareFetch
+        that fetches (Kafka refuses those)."""
+        part = self.partitions.get(tp)
+        return part is not None and _RENEW in part.pending.values()
 
     def accept_delivered(self) -> int:
         """Implicit mode: accept every delivered, unacknowledged record. Returns how many."""
@@ -223,6 +235,8 @@ class AckTracker:
             if part is None:
                 continue
             for offset in [o for o in part.acquired if o not in part.delivered]:
+                if offset in part.sending:
+                    continue  # a renewal in flight: its answer drops or redelivers it
                 del part.acquired[offset]
                 part.pending[offset] = AcknowledgeType.RELEASE
                 n += 1
@@ -251,17 +265,33 @@ class AckTracker:
         if part is None or not part.pending or part.sending:
             return []
         part.sending, part.pending = part.pending, {}
-        part.sending_deadline = {o: part.deadline.pop(o, float("inf")) for o in part.sending}
+        part.sending_deadline = {
+            o: part.deadline.get(o, float("inf")) if kind == _RENEW else part.deadline.pop(o, float("inf"))
+            for o, kind in part.sending.items()
+        }
         return acknowledgement_batches(part.sending)
 
-    def completed(self, tp: TopicPartition, error: KafkaError | None, sent_at: float) -> AckResult | None:
+    def completed(
+        self, tp: TopicPartition, error: KafkaError | None, sent_at: float, lock_ms: int | None = None
+    ) -> AckResult | None:
         """The broker answered the in-flight acknowledgements of ``tp`` (``error`` None:
         applied). ``sent_at`` is when the request left: an ``INVALID_RECORD_STATE``
-        for offsets whose lock had run out by then becomes ``AcquisitionLockTimeoutError``."""
+        for offsets whose lock had run out by then becomes ``AcquisitionLockTimeoutError``.
+        Renewed offsets get the lock deadline ``sent_at + lock_ms`` (the answer's
+        ``AcquisitionLockTimeoutMs``), or are dropped when the renewal failed."""
         part = self.partitions.get(tp)
         if part is None or not part.sending:
             return None
         offsets = part.sending
+        for o, kind in offsets.items():
+            if kind != _RENEW or o not in part.acquired or o in part.pending:
+                continue  # decided meanwhile (close released it): that decision stands
+            if error is None:
+                if lock_ms is not None and lock_ms > 0:
+                    part.deadline[o] = sent_at + lock_ms
+            else:
+                del part.acquired[o]
+                part.deadline.pop(o, None)
         if isinstance(error, InvalidRecordStateError) and not isinstance(error, AcquisitionLockTimeoutError):
             expired = sorted(
                 o for o, d in part.sending_deadline.items() if d <= sent_at and offsets[o] != _GAP

@@ -136,6 +136,8 @@ class ShareConsumer:
         self._tracker = AckTracker()
         self._nodes: dict[int, _Node] = {}
         self._buffer: deque[tuple[int, list[ShareRecord]]] = deque()  # (node id, records)
+        # Records acknowledged RENEW: handed out again once the broker renewed their lock.
+        self._renewing: dict[tuple[TopicPartition, int], ShareRecord] = {}
         self._arrived = asyncio.Event()  # records, an error, or an assignment change
         self._error: E.KafkaError | None = None
         self._assignment_changed = asyncio.Event()
@@ -343,7 +345,9 @@ class ShareConsumer:
         some arrive). Implicit mode first accepts the records the previous poll returned;
         explicit mode requires each of them to be acknowledged (IllegalStateError)."""
         if _otel.enabled and (tracing := _otel.of(self)) is not None:
-            return await tracing.poll(self, lambda: self._poll(max_records, timeout_ms, check_acknowledged=True))
+            return await tracing.poll(
+                self, lambda: self._poll(max_records, timeout_ms, check_acknowledged=True)
+            )
         return await self._poll(max_records, timeout_ms, check_acknowledged=True)
 
     async def _poll(
@@ -424,7 +428,12 @@ class ShareConsumer:
     def acknowledge(self, record: ShareRecord, type: AcknowledgeType = AcknowledgeType.ACCEPT) -> None:
         """Decide what happens to a record ``poll`` returned: ``ACCEPT`` (done), ``RELEASE``
         (deliver again) or ``REJECT`` (never again). Explicit mode only, once per record;
-        sent with the next ShareFetch to its broker, or by ``commit()``."""
+        sent with the next ShareFetch to its broker, or by ``commit()``.
+
+        ``RENEW`` (Kafka 4.2+, KIP-1222) asks for more time instead: the broker restarts the
+        record's acquisition lock, and a later poll returns the record again (same
+        ``delivery_count``) for its final acknowledgement. Renewals go in a
+        ShareAcknowledge of their own; ``commit()`` sends them at once."""
         if not self.config.explicit:
             raise E.IllegalStateError(
                 "acknowledge() needs acknowledgement_mode='explicit' (implicit mode accepts every "
@@ -432,9 +441,11 @@ class ShareConsumer:
             )
         if self._closed:
             raise E.ClosedError("share consumer is closed")
-        self._tracker.acknowledge(
-            TopicPartition(record.topic, record.partition), record.offset, AcknowledgeType(type)
-        )
+        tp = TopicPartition(record.topic, record.partition)
+        kind = AcknowledgeType(type)
+        self._tracker.acknowledge(tp, record.offset, kind)
+        if kind == AcknowledgeType.RENEW:
+            self._renewing[(tp, record.offset)] = record
         self._wake_all()
 
     async def commit(self, timeout_ms: float | None = None) -> dict[TopicPartition, E.KafkaError | None]:
@@ -617,6 +628,7 @@ class ShareConsumer:
                     and (
                         self._flush
                         or not fetch_due
+                        or any(self._tracker.has_renewals(tp) for tp in ack_tps)
                         or any(
                             (self._client.cluster.topic_id(tp.topic), tp.partition) not in wanted
                             for tp in ack_tps
@@ -667,11 +679,28 @@ class ShareConsumer:
         names: dict[TopicIdPartition, TopicPartition],
         errors: dict[TopicIdPartition, E.KafkaError | None],
         sent_at: float,
+        lock_ms: int | None = None,
     ) -> None:
         for key, tp in names.items():
-            result = self._tracker.completed(tp, errors.get(key), sent_at)
+            result = self._tracker.completed(tp, errors.get(key), sent_at, lock_ms)
             if result is not None:
+                self._renewed(result)
                 self._ack_done(result)
+
+    def _renewed(self, result: AckResult) -> None:
+        """Records whose renewal the broker confirmed go back to the application."""
+        part = self._tracker.partitions.get(result.tp)
+        again = []
+        for offset, kind in result.offsets.items():
+            if kind != AcknowledgeType.RENEW:
+                continue
+            record = self._renewing.pop((result.tp, offset), None)
+            held = part is not None and offset in part.acquired and offset not in part.pending
+            if record is not None and result.error is None and held and not self._closing:
+                again.append(record)
+        if again:
+            self._buffer.append((-1, sorted(again, key=lambda r: r.offset)))  # -1: no fetch owes them
+            self._arrived.set()
 
     def _acks_failed(
         self, names: dict[TopicIdPartition, TopicPartition], exc: E.KafkaError, sent_at: float
@@ -709,7 +738,7 @@ class ShareConsumer:
                 )
                 if p.error_code in _LEADER_ERRORS:
                     self._client.request_metadata_refresh()
-        self._acks_answered(names, errors, sent_at)
+        self._acks_answered(names, errors, sent_at, resp.acquisition_lock_timeout_ms)
 
     async def _share_fetch(
         self,

@@ -13,6 +13,12 @@ __all__ = ["AcknowledgeType", "ShareRecord"]
 class AcknowledgeType(IntEnum):
     """What happens to an acquired record; the values are the protocol's (ShareAcknowledge).
 
+    ``RENEW`` is not a decision: the broker restarts the record's acquisition lock (no
+    delivery is counted) and, once it has answered, a later ``poll`` hands the record out
+    again (same ``delivery_count``) to be acknowledged for good, or renewed again. Like
+    the Java client, a renewed record counts as acknowledged for the explicit-mode rule
+    that a poll's records are acknowledged before the next poll.
+
     ``GAP`` is never given by the application: the consumer sends it for acquired
     offsets that hold no record (compacted away, transaction markers), as Java does.
     """
@@ -21,6 +27,7 @@ class AcknowledgeType(IntEnum):
     ACCEPT = 1  # processed: never delivered again
     RELEASE = 2  # give it back: delivered again (to any member), delivery count + 1
     REJECT = 3  # unprocessable: archived, never delivered again
+    RENEW = 4  # still working on it: restart its acquisition lock (KIP-1222, Kafka 4.2+)
 
 
 class ShareRecord(NamedTuple):

@@ -131,6 +131,8 @@ class ShareSession:
             group_id=self.group_id,
             member_id=self.member_id,
             share_session_epoch=CLOSE_EPOCH if close else self.epoch,
+            # KIP-1222: the broker takes RENEW only in a request that says it carries some.
+            is_renew_ack=any(4 in b.types for batches in acks.values() for b in batches),
             topics=[
                 ShareAcknowledgeRequest.AcknowledgeTopic(
                     topic_id=tid,
