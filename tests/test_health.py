@@ -125,3 +125,34 @@ async def test_share_consumer_health_and_metrics(kafka_cluster: EmbeddedCluster)
         assert f'messaging_destination_name="{topic}"' in text
         assert "aiokafka_lite_share_acknowledged_total{" in text
     assert consumer.health().state == "closed"
+
+
+async def test_consumer_protocol_member_is_ready_when_stable_and_its_rebalance_counted(
+    kafka_cluster: EmbeddedCluster,
+) -> None:
+    topic = f"health-848-{uuid.uuid4().hex[:8]}"
+    kafka_cluster.create_topic(topic, 2)
+    async with Producer(kafka_cluster.bootstrap) as producer:
+        for i in range(6):
+            await producer.send(topic, b"v", partition=i % 2)
+    async with Consumer(
+        kafka_cluster.bootstrap,
+        topics=topic,
+        group_id=f"g-{topic}",
+        group_protocol="consumer",
+        auto_offset_reset="earliest",
+    ) as consumer:
+        got = 0
+        async for _ in consumer:
+            got += 1
+            if got == 6:
+                break
+        await wait_for(lambda: consumer.health().ready)  # acknowledged: stable
+        h = consumer.health()
+        assert h.group_state == "stable" and h.assigned_partitions == {
+            TopicPartition(topic, 0),
+            TopicPartition(topic, 1),
+        }
+        group = consumer.metrics()["group"]
+        assert group["protocol"] == "consumer" and group["rebalances"] == 1 and not group["rebalancing"]
+        assert group["rebalance_seconds_total"] == group["last_rebalance_seconds"] > 0

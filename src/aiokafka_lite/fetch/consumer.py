@@ -910,8 +910,6 @@ class Consumer:
         coordinator = self._coordinator
         if coordinator is None:
             return None
-        from aiokafka_lite.groups.membership import Membership
-
         m = coordinator.membership
         out: dict[str, Any] = {
             "group_id": coordinator.group_id,
@@ -922,7 +920,7 @@ class Consumer:
             "member_id": m.member_id,
             "coordinator": m.coordinator,
         }
-        if isinstance(m, Membership):  # rebalances are counted for the classic protocol
+        if hasattr(m, "rebalances"):  # both protocols' memberships count them
             last = m.last_rebalance_ms
             out["rebalances"] = m.rebalances
             out["rebalancing"] = m.rebalance_started is not None

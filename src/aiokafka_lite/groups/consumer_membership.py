@@ -341,6 +341,12 @@ class ConsumerMembership:
         self.reported: KafkaError | None = None
         #: The coordinator's interval; 0 until the first answer.
         self.heartbeat_interval_ms = 0
+        # Rebalances (observability): one starts when the member joins or gets a new target
+        # assignment and ends when it is stable again (reconciled and acknowledged).
+        self.rebalances = 0
+        self.rebalance_ms_total = 0.0
+        self.last_rebalance_ms: float | None = None
+        self.rebalance_started: float | None = None
 
         self.topics: tuple[str, ...] = ()
         self.regex: str | None = None
@@ -580,6 +586,8 @@ class ConsumerMembership:
     # ------------------------------------------------------------------ joining and leaving
     def _join(self, now: float) -> None:
         self.state = ConsumerMemberState.JOINING
+        if self.rebalance_started is None:
+            self.rebalance_started = now
         self.epoch = JOIN_EPOCH
         self._owned_ids = frozenset()
         self.target = None
@@ -824,10 +832,18 @@ class ConsumerMembership:
         if self.target is not None and (self.target != self._owned_ids or self._first_reconciliation):
             if st is not ConsumerMemberState.RECONCILING:
                 self.state = ConsumerMemberState.RECONCILING
+                if self.rebalance_started is None:
+                    self.rebalance_started = now
             work = True
         elif st in (ConsumerMemberState.JOINING, ConsumerMemberState.ACKNOWLEDGING):
             if carried.owned == self._owned_ids or st is ConsumerMemberState.JOINING:
                 self.state = ConsumerMemberState.STABLE
+                started = self.rebalance_started
+                if started is not None:
+                    self.rebalance_started = None
+                    self.rebalances += 1
+                    self.last_rebalance_ms = max(now - started, 0.0)
+                    self.rebalance_ms_total += self.last_rebalance_ms
         if self.state in _MEMBER and self._sent.owned != self._owned_ids:
             # A reconciliation completed while this heartbeat was in flight: acknowledge now.
             self._next_heartbeat = now
