@@ -30,6 +30,8 @@ __all__ = ["BrokerHealth", "ErrorInfo", "Health", "build_health", "judge"]
 
 @dataclass(frozen=True, slots=True)
 class BrokerHealth:
+    """One broker as a client sees it; ``reachable`` unless its last connect failed."""
+
     node_id: int
     host: str
     port: int
@@ -44,6 +46,8 @@ class BrokerHealth:
 
 @dataclass(frozen=True, slots=True)
 class ErrorInfo:
+    """The latest error a client saw (connect, request, partition answer, delivery)."""
+
     #: The broker's error name (``NOT_LEADER_OR_FOLLOWER``) or the exception class.
     type: str
     message: str
@@ -57,6 +61,11 @@ class ErrorInfo:
 
 @dataclass(frozen=True, slots=True)
 class Health:
+    """What ``health()`` returns. ``ready``: started and not closed, a broker reachable
+    (connected, or its last connection attempt succeeded), no fatal error, and for a
+    group-managed consumer or a share consumer a stable member; ``reasons`` says which
+    rule failed. Lag and ``last_error`` are reported, never judged."""
+
     #: ``producer``, ``consumer``, ``admin`` or ``share_consumer``.
     client: str
     client_id: str
