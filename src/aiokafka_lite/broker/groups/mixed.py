@@ -428,7 +428,10 @@ class MixedGroupCoordinator(ConsumerGroupCoordinator):
         if generation_id != member.member_epoch:
             return ILLEGAL_GENERATION
         self._touch_session(group, member)
+        assignment_epoch = group.assignment_epoch
         self._maybe_assign(group, first=False)
+        if group.assignment_epoch != assignment_epoch:
+            self._save_consumer_groups()
         if member.state is not MemberState.STABLE or member.member_epoch != group.assignment_epoch:
             return REBALANCE_IN_PROGRESS
         return NONE
