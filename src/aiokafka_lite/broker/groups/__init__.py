@@ -1,4 +1,4 @@
-"""The embedded broker's group coordinator (classic protocol) and coordinator lookup.
+"""The embedded broker's group coordinator (classic and consumer protocols) and coordinator lookup.
 
 One ``GroupCoordinator`` serves a whole embedded cluster: group state lives once, and
 each group has a *coordinator broker* chosen the way Kafka maps a group to a
@@ -7,29 +7,38 @@ each group has a *coordinator broker* chosen the way Kafka maps a group to a
 Requests for a group reaching another broker get NOT_COORDINATOR. Fault injection can
 pin a group to a broker (``move_coordinator``) or expire a member (``expire_member``).
 
-The state machine is Kafka's classic one (Empty, PreparingRebalance,
+Classic groups follow Kafka's classic state machine (Empty, PreparingRebalance,
 CompletingRebalance, Stable, Dead) with its rules: KIP-394 member ids, the join barrier
 (every known member rejoins or the rebalance timeout removes it), the initial rebalance
 delay, leader election, protocol selection by votes, SyncGroup propagation, session
 expiry, the pending-sync timeout, static membership (KIP-345, KIP-814), group size
-limit. The broker never looks inside assignments: the leader assigns.
+limit. The broker never looks inside their assignments: the leader assigns.
+
+Consumer groups (KIP-848, ``consumer``) have group, assignment and member epochs; the
+broker assigns with a server-side assignor and each member reconciles on its own
+through ConsumerGroupHeartbeat. Mixed groups and the online upgrade/downgrade between
+the two protocols are in ``mixed``.
 
 Time comes from a ``Clock`` (the event loop by default, a fake one in tests). Timers are
 loop ``TimerHandle``s owned by the coordinator and cancelled by ``stop()``. Requests
 that must wait (JoinGroup in the barrier, SyncGroup of followers) wait on futures the
 state machine completes.
 
-Modules, one idea each: ``clock`` (time and timers), ``config`` (settings),
-``placement`` (which broker coordinates a key), ``classic_group`` (a classic group's
-state), ``base`` (what every coordinator shares), ``classic`` (the classic protocol),
-``offsets`` (committed offsets), ``handlers`` (request handlers), ``coordinator``
-(the assembled ``GroupCoordinator`` and its wiring).
+Modules, one idea each, layered in this order: ``clock`` (time and timers), ``config``
+(settings), ``placement`` (which broker coordinates a key), ``classic_group`` (a classic
+group's state), ``base`` (what every coordinator shares), ``classic`` (the classic
+protocol), ``consumer_group`` (a consumer group's state and reconciliation),
+``assignors`` (``uniform`` and ``range``), ``topic_regex`` (subscription patterns),
+``consumer`` (the consumer protocol), ``mixed`` (classic members in consumer groups,
+upgrade and downgrade), ``offsets`` (committed offsets, checked against generations and
+member epochs), ``handlers`` (request handlers), ``coordinator`` (the assembled
+``GroupCoordinator`` and its wiring).
 
 Deviations from Kafka, all deliberate for an in-process test broker: committed offsets
-persist in a JSON-lines file (see ``offsets``), not in ``__consumer_offsets``; group
-membership is not persisted (after a cluster restart members get UNKNOWN_MEMBER_ID and
-rejoin); offsets never expire by retention; only the classic protocol is served
-(ConsumerGroupHeartbeat, KIP-848, is not).
+persist in a JSON-lines file (see ``offsets``), not in ``__consumer_offsets``; consumer
+groups persist in a JSON file (``groups/consumer_groups.json``); classic group membership
+is not persisted (after a cluster restart members get UNKNOWN_MEMBER_ID and rejoin);
+offsets never expire by retention.
 """
 
 from aiokafka_lite.broker.groups.classic_group import Group, GroupState, JoinResult, Member, SyncResult

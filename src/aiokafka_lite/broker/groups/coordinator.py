@@ -13,7 +13,8 @@ log = logging.getLogger("aiokafka_lite.broker.groups")
 
 
 class GroupCoordinator(GroupRequestHandlers):
-    """Group membership, rebalances and committed offsets for one embedded cluster.
+    """Classic and consumer groups, their rebalances and committed offsets for one
+    embedded cluster (the layers of this package, assembled).
 
     Lifecycle: created by ``register_group_handlers`` (published as
     ``cluster.services["groups"]``); ``start()`` loads persisted offsets and watches
