@@ -197,6 +197,7 @@ class KafkaHandler(logging.Handler):
         self._failures_to_log = 0
         self._last_failure: BaseException | None = None
         self._taken = 0  # records taken from the buffer and handed to the producer (or failed)
+        self._unsettled = 0  # handed to the producer, delivery callback not run yet
 
         self._local = threading.local()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -325,9 +326,11 @@ class KafkaHandler(logging.Handler):
         self._started = False
         loop = self._loop = asyncio.get_running_loop()  # from now on, emit wakes this loop
         self._ready.set()
-        with self._items_lock:  # drops before the loop ran could not ask for their report
+        with self._items_lock:  # calls made before the loop ran could not reach it
             if self._report_pending:
                 self._schedule_report()
+            if self._closed:
+                self._closing.set()
         serve = asyncio.create_task(self._serve_logged())
         await self._closing.wait()
         self._wakeup.set()
@@ -343,15 +346,18 @@ class KafkaHandler(logging.Handler):
         start = getattr(self._producer, "_start_task", None)
         if isinstance(start, asyncio.Task) and start.done() and not start.cancelled():
             start.exception()
-        await asyncio.sleep(0)  # the delivery callbacks of records failed by the close
+        await self._settle()  # the counters include every record the producer was given
         with self._items_lock:
             left = len(self._items)
             self._items.clear()
             self._dropped += left
-            self._drops_to_log += left
         if self._report_timer is not None:
             self._report_timer.cancel()
         self._report()
+        if left:
+            log.warning(
+                "KafkaHandler(%s): %d log record(s) still buffered at close, dropped", self.topic, left
+            )
 
     def _wake(self) -> None:
         self._wakeup.set()
@@ -394,6 +400,7 @@ class KafkaHandler(logging.Handler):
                 except KafkaError as exc:  # no metadata or no buffer memory within max_block_ms
                     self._note_failure(exc)
                 else:
+                    self._unsettled += 1
                     future.add_done_callback(self._delivered)
             self._taken += appended
             async with self._progress:
@@ -431,6 +438,7 @@ class KafkaHandler(logging.Handler):
         return int(record.created * 1000), text.encode("utf-8")
 
     def _delivered(self, future: RecordFuture) -> None:
+        self._unsettled -= 1
         error = None if future.cancelled() else future.exception()
         if error is None:
             self._sent += 1
@@ -479,3 +487,12 @@ class KafkaHandler(logging.Handler):
             await self._progress.wait_for(lambda: self._taken >= target or self._closing.is_set())
         if self._started and not self._closing.is_set():
             await self._producer.flush()
+            await self._settle()
+
+    async def _settle(self) -> None:
+        """After a flush or the close every record is delivered or failed, but the delivery
+        callbacks are only scheduled: let them run, so that the counters are complete."""
+        for _ in range(100):
+            if self._unsettled <= 0:
+                return
+            await asyncio.sleep(0)

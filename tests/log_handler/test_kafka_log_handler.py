@@ -194,7 +194,8 @@ def test_a_record_logged_while_formatting_is_ignored(app_logger: logging.Logger)
         # the one logged while this handler formatted is not taken.
         assert calls >= 1 and handler.buffered == calls
     finally:
-        handler.close()
+        handler.close()  # (maybe before its thread's loop even ran: it stops all the same)
+    assert not handler._thread.is_alive()
 
 
 # ---------------------------------------------------------------- with a broker
@@ -357,8 +358,8 @@ async def test_a_stopped_broker_never_blocks_and_delivery_resumes(
         assert handler.buffered <= 50 and handler.dropped > 0
         assert handler.sent + handler.dropped + handler.buffered <= 2001
         await kafka_cluster.start_broker(node)
-        app_logger.info("after")
         await eventually(lambda: handler.buffered == 0, what="the buffer drained")
+        app_logger.info("after")  # (logged into a full buffer, it would be dropped)
         await asyncio.to_thread(handler.flush)
     finally:
         await asyncio.to_thread(handler.close)
