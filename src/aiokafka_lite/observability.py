@@ -8,8 +8,8 @@ observable instruments. Names follow OpenTelemetry's messaging semantic conventi
 where one exists (``messaging.client.sent.messages``, ``messaging.client.consumed.messages``,
 ``messaging.client.operation.duration``); the Kafka-specific rest is under ``aiokafka_lite.``.
 
-Clients and the worker pools (``OrderedWorkers``, ``ShareWorkers``: the handlers'
-``messaging.process.duration``) register themselves here when created (a weak
+Clients and what runs handlers (``OrderedWorkers``, ``ShareWorkers``,
+``TransactSession``: the handlers' ``messaging.process.duration``) register themselves here when created (a weak
 reference: the registry never keeps one alive), so an exporter set up once sees those
 created later too.
 
@@ -325,7 +325,12 @@ def client_kind(client: object) -> str:
         "ShareConsumer": "share_consumer",
         "OrderedWorkers": "ordered_workers",
         "ShareWorkers": "share_workers",
+        "TransactSession": "transact_session",
     }.get(type(client).__name__, type(client).__name__.lower())
+
+
+#: Kinds that run handlers (and report messaging.process.duration) rather than clients.
+PROCESSOR_KINDS = frozenset({"ordered_workers", "share_workers", "transact_session"})
 
 
 def _consumer_of(workers: object) -> Any:
@@ -381,7 +386,7 @@ def collect(*clients: object, names: Iterable[str] | None = None) -> list[Metric
     for client in targets:
         snap: dict[str, Any] = cast(Any, client).metrics()
         kind = client_kind(client)
-        workers = kind in ("ordered_workers", "share_workers")
+        workers = kind in PROCESSOR_KINDS
         net = _client_of(_consumer_of(client) if workers else client)
         base = {
             "messaging.system": "kafka",

@@ -37,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
@@ -44,6 +45,8 @@ from typing import Any
 from aiokafka_lite import errors as E
 from aiokafka_lite.fetch import Consumer, Record
 from aiokafka_lite.fetch.subscription import OffsetAndMetadata
+from aiokafka_lite.net.hooks import LATENCY_BUCKETS_S, Histogram
+from aiokafka_lite.observability import track
 from aiokafka_lite.otel import _active as _otel
 from aiokafka_lite.produce import Producer
 from aiokafka_lite.produce.transaction import TxnState
@@ -101,6 +104,18 @@ class TransactSession:
         self._starts: dict[TopicPartition, int] = {}
         self._next: dict[TopicPartition, OffsetAndMetadata] = {}
         self._started = False
+        #: Handler durations in seconds per ``process`` round, successful or not
+        #: (messaging.process.duration).
+        self.process_seconds = Histogram(LATENCY_BUCKETS_S)
+        track(self)
+
+    def metrics(self) -> dict[str, Any]:
+        """The handler-duration histogram (the consumer's and the producer's metrics are
+        their own ``metrics()``)."""
+        return {
+            "group_id": self.consumer.config.group_id,
+            "process_duration": self.process_seconds.snapshot(),
+        }
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -222,6 +237,7 @@ class TransactSession:
         batch = await self.poll(timeout_ms=timeout_ms, max_records=max_records)
         if not batch:
             return None
+        started = time.perf_counter()
         try:
             if _otel.enabled:  # the handler runs in a process span continuing the records' trace
                 await _otel.in_batch_span(self.consumer, batch, lambda: handler(batch, self.producer))
@@ -229,7 +245,9 @@ class TransactSession:
                 result = handler(batch, self.producer)
                 if inspect.isawaitable(result):
                     await result
+            self.process_seconds.record(time.perf_counter() - started)
         except Exception:
+            self.process_seconds.record(time.perf_counter() - started)
             if self._doomed:
                 async with self._lock:
                     self._doomed = False

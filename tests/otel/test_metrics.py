@@ -20,6 +20,7 @@ from aiokafka_lite.broker.cluster import EmbeddedCluster
 from aiokafka_lite.groups import OrderedWorkers
 from aiokafka_lite.otel.metrics import instrument_metrics, is_metrics_instrumented, uninstrument_metrics
 from aiokafka_lite.prometheus import render_prometheus
+from aiokafka_lite.transact import TransactSession
 
 
 class Reading:
@@ -241,3 +242,39 @@ async def test_handler_durations_and_batch_sizes_are_histograms(
 
 def _labels(attributes: Any) -> str:
     return ",".join(f'{k.replace(".", "_")}="{v}"' for k, v in sorted(attributes.items()))
+
+
+async def test_transact_session_handler_rounds_are_timed(
+    kafka_cluster: EmbeddedCluster, reader: InMemoryMetricReader
+) -> None:
+    suffix = uuid.uuid4().hex[:8]
+    source, sink, group = f"tx-in-{suffix}", f"tx-out-{suffix}", f"tx-g-{suffix}"
+    kafka_cluster.create_topic(source, 1)
+    kafka_cluster.create_topic(sink, 1)
+    async with Producer(kafka_cluster.bootstrap) as producer:
+        await producer.send_batch(source, [b"%d" % i for i in range(10)])
+    session = TransactSession(
+        kafka_cluster.bootstrap,
+        group_id=group,
+        transactional_id=f"tx-{suffix}",
+        topics=[source],
+        consumer_options={"auto_offset_reset": "earliest"},
+    )
+    handled = 0
+
+    async def handle(batch: dict[Any, list[Any]], out: Producer) -> None:
+        nonlocal handled
+        for records in batch.values():
+            await out.send_batch(sink, [r.value for r in records])
+            handled += len(records)
+
+    rounds = 0
+    async with session:
+        async with asyncio.timeout(60):
+            while handled < 10:
+                if await session.process(handle, timeout_ms=200) is not None:
+                    rounds += 1
+        r = Reading(reader)
+        (point,) = r.points("messaging.process.duration", **{"messaging.consumer.group.name": group})
+        assert point.count == rounds == session.metrics()["process_duration"]["count"]
+        assert point.attributes["aiokafka_lite.client.kind"] == "transact_session"

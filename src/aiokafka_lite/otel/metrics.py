@@ -143,7 +143,7 @@ class KafkaMetrics:
         if not self.active:
             return
         kind = obs.client_kind(client)
-        if kind in ("ordered_workers", "share_workers"):
+        if kind in obs.PROCESSOR_KINDS:
             consumer = getattr(client, "consumer", None) or getattr(client, "_consumer", None)
             net = getattr(consumer, "client", None) or getattr(consumer, "_client", None)
             attrs = {
@@ -154,7 +154,8 @@ class KafkaMetrics:
                 "messaging.operation.name": "process",
                 "messaging.operation.type": "process",
             }
-            self._listen(client.stats.process_seconds, self.process_duration, attrs)
+            histogram = client.process_seconds if kind == "transact_session" else client.stats.process_seconds
+            self._listen(histogram, self.process_duration, attrs)
             return
         net = getattr(client, "client", None) or getattr(client, "_client", None)
         if net is None:
