@@ -1119,3 +1119,42 @@ async def case_delete_and_offset_delete_consumer_group(t: Target) -> Observation
         "delete_empty": deleted,
         "describe_after": d.error_code,
     }
+
+
+@case("consumer_groups")
+async def case_share_group_id_for_consumer_apis(t: Target) -> Observation:
+    """Group ids are one space: a share group's id is not a consumer or classic group."""
+    from aiokafka_lite.wire.messages import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
+
+    group = t.unique("cg-share")
+    c = await _client(t, group)
+    topic = await _topic(t, c, "cg-share", 1)
+    share = await c.request(
+        ShareGroupHeartbeatRequest(
+            group_id=group, member_id=str(uuid.uuid4()), member_epoch=0, subscribed_topic_names=[topic]
+        ),
+        1,
+    )
+    assert isinstance(share, ShareGroupHeartbeatResponse) and share.error_code == 0, share
+    m = Member(c, group, [topic])
+    beat = hb(await m.heartbeat())
+    d = await _describe(c, group)
+    join = await c.request(
+        JoinGroupRequest(
+            group_id=group,
+            session_timeout_ms=10000,
+            rebalance_timeout_ms=10000,
+            member_id="",
+            protocol_type="consumer",
+            protocols=[
+                JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=_subscription(topic))
+            ],
+        ),
+        5,
+    )
+    assert isinstance(join, JoinGroupResponse)
+    return {
+        "consumer_heartbeat": beat,
+        "consumer_describe": {"error": d.error_code, "_m": d.error_message},
+        "classic_join": join.error_code,
+    }

@@ -262,10 +262,17 @@ class ConsumerGroupCoordinator(ClassicGroupCoordinator):
         group = self.consumer_groups.get(group_id)
         return None if group is None else json.dumps(group.to_json(), sort_keys=True)
 
+    def is_share_group(self, group_id: str) -> bool:
+        """A share group (KIP-932) holds the id: group ids are one space for every type."""
+        share = self.cluster.services.get("share_groups")
+        return group_id in getattr(share, "groups", {})
+
     def _group_for_heartbeat(self, r: HeartbeatRequestData) -> tuple[ConsumerGroup, bool]:
         group = self.consumer_groups.get(r.group_id)
         if group is not None:
             return group, False
+        if self.is_share_group(r.group_id):
+            raise _Refused(GROUP_ID_NOT_FOUND, f"Group {r.group_id} is not a consumer group.")
         classic = self.groups.get(r.group_id)
         if classic is not None and classic.state not in (GroupState.EMPTY, GroupState.DEAD):
             if r.member_epoch != 0:

@@ -565,7 +565,9 @@ class GroupRequestHandlers(OffsetCoordinator):
                 d = self._describe_consumer_group(cgroup, v)
             else:
                 classic = self.groups.get(group_id)
-                exists = classic is not None and classic.state is not GroupState.DEAD
+                exists = (
+                    classic is not None and classic.state is not GroupState.DEAD
+                ) or self.is_share_group(group_id)
                 d = ConsumerGroupDescribeResponse.DescribedGroup(
                     group_id=group_id,
                     error_code=GROUP_ID_NOT_FOUND,

@@ -251,6 +251,8 @@ class MixedGroupCoordinator(ConsumerGroupCoordinator):
 
     # -- JoinGroup ----------------------------------------------------------------------------
     def classic_join_into_consumer_group(self, group_id: str, protocol_type: str) -> int:
+        if self.is_share_group(group_id):
+            return INCONSISTENT_GROUP_PROTOCOL
         group = self.consumer_groups.get(group_id)
         if group is not None and group.members and protocol_type != PROTOCOL_TYPE:
             return INCONSISTENT_GROUP_PROTOCOL
