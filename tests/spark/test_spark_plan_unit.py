@@ -146,14 +146,19 @@ def test_split_covers_exactly(sizes: list[int], max_records: int | None, min_par
 # ---------------------------------------------------------------------------- rate limit
 
 
-def test_limit_end_offsets_exact_budget() -> None:
+def test_limit_end_offsets_prorates_like_spark() -> None:
+    # 30 offsets in three equal partitions at 8 per trigger: 8/3 each, rounded down.
+    start = {TP("t", p): 0 for p in range(3)}
+    latest = {TP("t", p): 10 for p in range(3)}
+    assert limit_end_offsets(start, latest, 8) == {TP("t", p): 2 for p in range(3)}
+    # backlogs 30, 10, 0 at 20: 15 and 5; an empty partition stays where it is
     start = {TP("t", 0): 0, TP("t", 1): 100, TP("t", 2): 50}
     latest = {TP("t", 0): 30, TP("t", 1): 110, TP("t", 2): 50}
-    end = limit_end_offsets(start, latest, 20)
-    assert sum(end[tp] - start[tp] for tp in start) == 20
-    assert end[TP("t", 2)] == 50
-    assert all(start[tp] <= end[tp] <= latest[tp] for tp in start)
-    assert end[TP("t", 0)] - 0 >= end[TP("t", 1)] - 100  # bigger backlog gets more
+    assert limit_end_offsets(start, latest, 20) == {TP("t", 0): 15, TP("t", 1): 105, TP("t", 2): 50}
+    # a share below one offset is rounded up: small partitions are not starved
+    start = {TP("t", 0): 0, TP("t", 1): 0}
+    latest = {TP("t", 0): 1000, TP("t", 1): 1}
+    assert limit_end_offsets(start, latest, 10) == {TP("t", 0): 9, TP("t", 1): 1}
 
 
 def test_limit_end_offsets_under_budget_and_new_partitions() -> None:
@@ -161,7 +166,7 @@ def test_limit_end_offsets_under_budget_and_new_partitions() -> None:
     latest = {TP("t", 0): 8, TP("t", 1): 4}
     assert limit_end_offsets(start, latest, 100) == latest
     end = limit_end_offsets(start, latest, 5)
-    assert (end[TP("t", 0)] - 5) + end[TP("t", 1)] == 5
+    assert end == {TP("t", 0): 7, TP("t", 1): 2}  # 5 * 3/7 -> 2, 5 * 4/7 -> 2
 
 
 @given(
@@ -173,7 +178,12 @@ def test_limit_end_offsets_property(backlog: list[int], budget: int) -> None:
     latest = {TP("t", i): 10 * i + n for i, n in enumerate(backlog)}
     end = limit_end_offsets(start, latest, budget)
     assert all(start[tp] <= end[tp] <= latest[tp] for tp in start)
-    assert sum(end[tp] - start[tp] for tp in start) == min(budget, sum(backlog))
+    taken = sum(end[tp] - start[tp] for tp in start)
+    if sum(backlog) <= budget:
+        assert end == latest
+    else:
+        assert taken <= budget + len(backlog)  # at most one extra per partition (never starved)
+        assert all(end[tp] > start[tp] for tp in start if latest[tp] > start[tp])
 
 
 # ---------------------------------------------------------------------------- source options

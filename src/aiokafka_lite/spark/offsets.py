@@ -232,25 +232,28 @@ def _cut(r: OffsetRange, pieces: int) -> list[OffsetRange]:
 def limit_end_offsets(
     start: Mapping[TopicPartition, int], latest: Mapping[TopicPartition, int], max_records: int
 ) -> Offsets:
-    """End offsets covering at most ``max_records`` offsets in total past ``start``.
+    """End offsets for a micro-batch of about ``max_records`` offsets (maxOffsetsPerTrigger).
 
-    Each partition gets a share proportional to its backlog (floor), and what is left of
-    the budget goes one offset at a time to the biggest remaining backlogs, so the total
-    is exact and the result deterministic. Partitions missing from ``start`` (new ones)
-    count from offset 0 here; the caller passes their resolved earliest offsets when known.
+    The same proration as Spark's built-in Kafka source, so that both cut a backlog into
+    the same micro-batches: each partition with a backlog gets ``max_records * backlog /
+    total`` offsets, rounded down, but at least one (a small partition is never starved;
+    so a batch may exceed the limit by up to one offset per partition). Partitions
+    missing from ``start`` (new ones) count from offset 0 here; the caller passes their
+    resolved earliest offsets when known.
     """
     if max_records < 1:
         raise ConfigError(f"maxOffsetsPerTrigger must be >= 1, got {max_records}")
-    backlog = {tp: max(latest[tp] - start.get(tp, 0), 0) for tp in latest}
-    total = sum(backlog.values())
-    if total <= max_records:
+    backlog = {tp: latest[tp] - start.get(tp, 0) for tp in latest}
+    total = float(sum(n for n in backlog.values() if n > 0))
+    if total < 1:
         return dict(latest)
-    take = {tp: backlog[tp] * max_records // total for tp in backlog}
-    left = max_records - sum(take.values())
-    for tp in sorted(backlog, key=lambda t: (take[t] - backlog[t], t)):
-        if left <= 0:
-            break
-        if take[tp] < backlog[tp]:
-            take[tp] += 1
-            left -= 1
-    return {tp: (start.get(tp, 0) + take[tp]) if backlog[tp] else latest[tp] for tp in latest}
+    end: Offsets = {}
+    for tp, last in latest.items():
+        size = backlog[tp]
+        if size <= 0:
+            end[tp] = last
+            continue
+        prorate = max_records * (size / total)
+        take = math.ceil(prorate) if prorate < 1 else math.floor(prorate)
+        end[tp] = min(last, start.get(tp, 0) + take)
+    return end
