@@ -512,6 +512,10 @@ def _fetch_response(
 ) -> ShareFetchResponse:
     by_topic: dict[uuid.UUID, list[ShareFetchResponse.PartitionData]] = {}
     for (tid, _), pd in sorted(results.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+        if pd.records is None:
+            # Records is nullable in ShareFetch v0 only: Kafka's clients refuse a null from v1
+            # on ("non-nullable field records was serialized as null"), so none is empty.
+            pd.records = b""
         by_topic.setdefault(tid, []).append(pd)
     return ShareFetchResponse(
         acquisition_lock_timeout_ms=lock_ms,
