@@ -779,3 +779,46 @@ async def test_live_classic_group_upgrades_and_downgrades() -> None:
     group = env.gc.groups["g"]
     assert "g" not in env.gc.consumer_groups
     assert group.state.value == "PreparingRebalance" and list(group.members) == [old.member_id]
+
+
+async def test_a_member_asked_to_revoke_before_a_restart_still_has_its_rebalance_timeout(
+    tmp_path: Path,
+) -> None:
+    def join(rebalance_timeout_ms: int) -> ConsumerGroupHeartbeatRequest:
+        return ConsumerGroupHeartbeatRequest(
+            group_id="g",
+            member_id="",
+            member_epoch=0,
+            rebalance_timeout_ms=rebalance_timeout_ms,
+            subscribed_topic_names=["t"],
+            topic_partitions=[],
+        )
+
+    async with EmbeddedCluster(brokers=1, data_dir=tmp_path, topics={"t": 2}) as cluster:
+        c = await _coordinator_client(cluster, "g")
+        a = await c.request(join(1500), 0)
+        await c.request(join(30000), 0)
+        revoke = a
+        for _ in range(50):  # the second member's target comes after the assignment interval
+            await asyncio.sleep(0.1)
+            revoke = await c.request(
+                ConsumerGroupHeartbeatRequest(
+                    group_id="g", member_id=a.member_id, member_epoch=a.member_epoch
+                ),
+                0,
+            )
+            if revoke.assignment is not None:
+                break
+        assert revoke.assignment is not None and len(revoke.assignment.topic_partitions[0].partitions) == 1
+        await c.close()
+    async with EmbeddedCluster(brokers=1, data_dir=tmp_path) as cluster:
+        c = await _coordinator_client(cluster, "g")
+        members = [a.member_id]
+        for _ in range(100):
+            d = (await c.request(ConsumerGroupDescribeRequest(group_ids=["g"]), 1)).groups[0]
+            members = [m.member_id for m in d.members]
+            if a.member_id not in members:
+                break
+            await asyncio.sleep(0.1)
+        await c.close()
+        assert a.member_id not in members and len(members) == 1

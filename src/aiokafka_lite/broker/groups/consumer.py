@@ -176,6 +176,7 @@ class ConsumerGroupCoordinator(ClassicGroupCoordinator):
                 del self.groups[g.group_id]
             for m in g.members.values():
                 self._touch_session(g, m)
+                self._schedule_rebalance_timeout(g, m, was_unrevoked=False)
 
     async def start(self) -> None:
         started = self._started
