@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -186,7 +186,11 @@ class SourceWriter:
 
 
 class MirrorProcess:
-    """``aiokafka-lite mirror`` in a subprocess (stderr to a file, so it never blocks)."""
+    """``aiokafka-lite mirror`` in a subprocess (stderr to a file, so it never blocks).
+    Processes still running when a test ends are killed (``kill_leftovers``): a mirror
+    left in the group would keep the shared cluster's group from being deleted."""
+
+    running: ClassVar[list[MirrorProcess]] = []
 
     def __init__(self, source: str, target: str, *args: str, log_dir: Any) -> None:
         self.argv = ["-m", "aiokafka_lite.cli", "mirror", "--source", source, "--target", target, *args]
@@ -200,7 +204,17 @@ class MirrorProcess:
         self.proc = await asyncio.create_subprocess_exec(
             sys.executable, *self.argv, stdout=self._log, stderr=self._log
         )
+        MirrorProcess.running.append(self)
         return self
+
+    @classmethod
+    async def kill_leftovers(cls) -> None:
+        for mp in cls.running:
+            if mp.proc is not None and mp.proc.returncode is None:
+                mp.proc.kill()
+                await mp.proc.wait()
+            mp._log.close()
+        cls.running.clear()
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")

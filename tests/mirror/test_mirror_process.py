@@ -128,8 +128,9 @@ async def test_two_instances_share_the_work_and_one_crashing_loses_nothing(
     clusters: tuple[Any, Any], tmp_path: Path, exactly_once: bool
 ) -> None:
     source, target = clusters
-    await create_topics(source.bootstrap, {"jobs": 4})
-    writer = SourceWriter(source.bootstrap, "jobs", 4)
+    topic = f"jobs-{'eos' if exactly_once else 'alo'}"  # the shared source may still be deleting the other
+    await create_topics(source.bootstrap, {topic: 4})
+    writer = SourceWriter(source.bootstrap, topic, 4)
     writer.start()
     group = f"shared-{'eos' if exactly_once else 'alo'}"
     mode = ["--exactly-once", "--transaction-timeout-ms", "3000"] if exactly_once else []
@@ -137,7 +138,7 @@ async def test_two_instances_share_the_work_and_one_crashing_loses_nothing(
         source.bootstrap,
         target.bootstrap,
         "--include",
-        "jobs",
+        topic,
         "--group",
         group,
         "--instance-id",
@@ -151,7 +152,7 @@ async def test_two_instances_share_the_work_and_one_crashing_loses_nothing(
     mirror = Mirror(
         source.bootstrap,
         target.bootstrap,
-        include="jobs",
+        include=topic,
         group_id=group,
         instance_id="a",
         exactly_once=exactly_once,
@@ -169,12 +170,14 @@ async def test_two_instances_share_the_work_and_one_crashing_loses_nothing(
 
         # Both instances work: this one holds some partitions, the process the others.
         await wait_for(lambda: owned(2), "the partitions split 2/2 between the instances")
-        await wait_for(lambda: _target_has(target.bootstrap, 4, 50), "both instances' records on the target")
+        await wait_for(
+            lambda: _target_has(target.bootstrap, topic, 4, 50), "both instances' records on the target"
+        )
         await other.kill()
         await wait_for(lambda: owned(4), "the crashed instance's partitions moving here", timeout_s=90)
         total = await writer.stop()
         records = await read_all(
-            target.bootstrap, "jobs", 4 * total, read_committed=exactly_once, timeout_s=90
+            target.bootstrap, topic, 4 * total, read_committed=exactly_once, timeout_s=90
         )
         mirror.stop()
         await task
@@ -190,8 +193,8 @@ async def test_two_instances_share_the_work_and_one_crashing_loses_nothing(
             assert list(dict.fromkeys(got[p])) == values
 
 
-async def _target_has(bootstrap: str, partitions: int, at_least: int) -> bool:
-    tps = [TopicPartition("jobs", p) for p in range(partitions)]
+async def _target_has(bootstrap: str, topic: str, partitions: int, at_least: int) -> bool:
+    tps = [TopicPartition(topic, p) for p in range(partitions)]
     try:
         return all(o >= at_least for o in (await end_offsets(bootstrap, tps)).values())
     except Exception:
