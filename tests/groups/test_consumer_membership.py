@@ -646,13 +646,21 @@ def test_compiled_pattern_flags_become_inline_flags_or_are_refused() -> None:
 
 
 def test_options_the_broker_owns_are_refused() -> None:
+    from types import SimpleNamespace
+
     for bad in ({"session_timeout_ms": 10000}, {"heartbeat_interval_ms": 1000}):
-        cfg = ConsumerConfig(group_id="g", group_protocol="consumer", **bad)  # type: ignore[arg-type]
-        with pytest.raises(ConfigError, match="broker"):
-            ConsumerGroupSettings.from_config(cfg)
-    cfg = ConsumerConfig(group_id="g", group_protocol="consumer", partition_assignment_strategy=["range"])
+        with pytest.raises(ConfigError, match="broker"):  # at construction, as Java
+            ConsumerConfig(group_id="g", group_protocol="consumer", **bad)  # type: ignore[arg-type]
+        with pytest.raises(ConfigError, match="broker"):  # any other config object
+            ConsumerGroupSettings.from_config(SimpleNamespace(group_id="g", **bad))
     with pytest.raises(ConfigError, match="group_remote_assignor"):
-        ConsumerGroupSettings.from_config(cfg)
+        ConsumerConfig(group_id="g", group_protocol="consumer", partition_assignment_strategy=["range"])
+    with pytest.raises(ConfigError, match="group_remote_assignor"):
+        ConsumerGroupSettings.from_config(
+            SimpleNamespace(group_id="g", partition_assignment_strategy=["range"])
+        )
+    # The classic protocol keeps them.
+    ConsumerConfig(group_id="g", session_timeout_ms=10000, partition_assignment_strategy=["range"])
     cfg = ConsumerConfig(
         group_id="g", group_protocol="consumer", group_remote_assignor="uniform", client_rack="r"
     )

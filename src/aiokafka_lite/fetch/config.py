@@ -135,6 +135,27 @@ class ConsumerConfig(Options):
             value = getattr(self, name)
             if value is not None and not callable(value):
                 raise ConfigError(f"{name}: must be callable")
+        if self.group_protocol == "consumer":
+            # As the Java client: with this protocol the broker owns these (group configs).
+            owned_by_broker = {
+                "session_timeout_ms": (self.session_timeout_ms, 45000, "group.consumer.session.timeout.ms"),
+                "heartbeat_interval_ms": (
+                    self.heartbeat_interval_ms,
+                    3000,
+                    "group.consumer.heartbeat.interval.ms",
+                ),
+            }
+            for name, (value, default, broker_config) in owned_by_broker.items():
+                if value != default:
+                    raise ConfigError(
+                        f"{name} cannot be set with group_protocol='consumer': the broker sets it for the "
+                        f"whole group ({broker_config}, or the group config of that name)"
+                    )
+            if tuple(self.partition_assignment_strategy or ()) != ("cooperative-sticky",):
+                raise ConfigError(
+                    "partition_assignment_strategy cannot be set with group_protocol='consumer': the broker "
+                    "assigns partitions; choose its assignor with group_remote_assignor ('uniform' or 'range')"
+                )
         if self.group_remote_assignor is not None:
             if self.group_protocol != "consumer":
                 raise ConfigError("group_remote_assignor needs group_protocol='consumer'")
