@@ -9,6 +9,7 @@ from aiokafka_lite.broker.share_state import (
     GAP,
     REJECT,
     RELEASE,
+    RENEW,
     AcquiredRange,
     InvalidAcknowledgement,
     RecordState,
@@ -221,3 +222,20 @@ def test_version_moves_on_every_change_a_snapshot_shows_only() -> None:
     v = sp.version
     sp.acknowledge("b", 0, 2, [ACCEPT], LIMIT)
     assert sp.version > v
+
+
+def test_renew_restarts_the_lock_of_held_records_without_a_delivery() -> None:
+    sp = SharePartitionState(start_offset=0)
+    acquire(sp, "a", hwm=2, now=0)
+    v = sp.version
+    sp.acknowledge("a", 0, 0, [RENEW], LIMIT, now_ms=800, lock_ms=LOCK_MS)
+    assert sp.version == v  # nothing a snapshot shows changed
+    sp.expire_locks(LOCK_MS, LIMIT)  # the first lock's end: only the unrenewed record goes back
+    assert sp.state_of(0) is RecordState.ACQUIRED and sp.state_of(1) is RecordState.AVAILABLE
+    assert sp.delivery_count(0) == 1
+    with pytest.raises(InvalidAcknowledgement):
+        sp.acknowledge("a", 1, 1, [RENEW], LIMIT, now_ms=LOCK_MS, lock_ms=LOCK_MS)  # no longer held
+    with pytest.raises(InvalidAcknowledgement):
+        sp.acknowledge("b", 0, 0, [RENEW], LIMIT, now_ms=LOCK_MS, lock_ms=LOCK_MS)  # someone else's
+    sp.expire_locks(800 + LOCK_MS, LIMIT)
+    assert sp.state_of(0) is RecordState.AVAILABLE
