@@ -15,6 +15,7 @@ from aiokafka_lite import NewTopic, Producer
 from aiokafka_lite.admin import Admin
 from aiokafka_lite.admin.types import ConfigResource
 from aiokafka_lite.share import AcknowledgeType, ShareConsumer, ShareRecord
+from aiokafka_lite.structs import TopicPartition
 
 
 def start_broker(data_dir: Path) -> tuple[subprocess.Popen[str], str]:
@@ -93,6 +94,41 @@ async def test_share_state_survives_a_killed_broker(tmp_path: Path) -> None:
             assert await consumer.commit() == {("jobs", 0): None}
             # The group's delivery limit (3, a config set before the crash) archives them.
             assert await poll_until(consumer, 1, within_s=3) == []
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(15) == 0
+
+
+async def test_admin_changes_to_share_state_survive_a_killed_broker(tmp_path: Path) -> None:
+    """AlterShareGroupOffsets and DeleteGroups change share-partition state too: a broker
+    killed after answering them must not bring the old state back."""
+    proc, bootstrap = start_broker(tmp_path)
+    try:
+        async with Admin(bootstrap) as admin:
+            (await admin.create_topics([NewTopic("jobs", 1)])).raise_errors()
+            earliest = {"share.auto.offset.reset": "earliest"}
+            changes = {ConfigResource.group("moved"): earliest, ConfigResource.group("deleted"): earliest}
+            (await admin.incremental_alter_configs(changes)).raise_errors()
+            async with Producer(bootstrap) as producer:
+                await producer.send_batch("jobs", [b"job-%d" % i for i in range(5)])
+            for group in ("moved", "deleted"):
+                async with ShareConsumer(bootstrap, group_id=group, topics=["jobs"]) as consumer:
+                    assert len(await poll_until(consumer, 5)) == 5  # accepted at close
+            (await admin.alter_share_group_offsets("moved", {TopicPartition("jobs", 0): 2})).raise_errors()
+            (await admin.delete_share_groups(["deleted"])).raise_errors()
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+    proc, bootstrap = start_broker(tmp_path)
+    try:
+        for group, offsets in (("moved", [2, 3, 4]), ("deleted", [0, 1, 2, 3, 4])):
+            async with ShareConsumer(bootstrap, group_id=group, topics=["jobs"]) as consumer:
+                got = await poll_until(consumer, len(offsets))
+                assert [(r.offset, r.delivery_count) for r in got] == [(o, 1) for o in offsets], group
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(15) == 0

@@ -299,6 +299,7 @@ class ShareGroupAdmin:
                 else:
                     g.partitions[key] = SharePartitionState(start)
                     rec.written.add(key)
+        self.share.persist(group_id)  # journaled (a data dir): kept if the broker is killed
         return R(responses=topics)
 
     # -- DeleteShareGroupOffsets ---------------------------------------------------------
@@ -340,6 +341,7 @@ class ShareGroupAdmin:
             out.append(
                 R.DeleteShareGroupOffsetsResponseTopic(topic_name=t.topic_name, topic_id=topic.topic_id)
             )
+        self.share.persist(group_id)
         return R(responses=out)
 
     # -- DeleteGroups / ListGroups (share groups only) -------------------------------------
@@ -354,6 +356,7 @@ class ShareGroupAdmin:
         for key in [k for k in self.share.sessions if k[0] == group_id]:
             del self.share.sessions[key]
         self.records.pop(group_id, None)
+        self.share.persist(group_id)  # its share-partitions dropped from the journal too
         return NONE
 
     def listed(

@@ -158,7 +158,9 @@ class SharePersistence:
     def __init__(self, groups: ShareGroups) -> None:
         self.groups = groups
         self._store: ShareStateStore | None = None
-        self._versions: dict[str, dict[tuple[uuid.UUID, int], int]] = {}  # as journaled
+        # As journaled: the state object and its version (a state replaced by the admin
+        # API is a new object, whatever its version).
+        self._versions: dict[str, dict[tuple[uuid.UUID, int], tuple[SharePartitionState, int]]] = {}
         self._configs: dict[str, dict[str, str]] = {}  # as journaled
 
     def start(self) -> None:
@@ -182,7 +184,7 @@ class SharePersistence:
                 tid, _, index = key.rpartition(":")
                 sp = SharePartitionState.from_snapshot(snap)
                 g.partitions[(uuid.UUID(tid), int(index))] = sp
-                versions[(uuid.UUID(tid), int(index))] = sp.version
+                versions[(uuid.UUID(tid), int(index))] = (sp, sp.version)
 
     def stop(self) -> None:
         if self._store is None:
@@ -222,9 +224,10 @@ class SharePersistence:
         live = g.partitions if g is not None else {}
         versions = self._versions.setdefault(group_id, {})
         for key, sp in live.items():
-            if versions.get(key) != sp.version:
+            saved = versions.get(key)
+            if saved is None or saved[0] is not sp or saved[1] != sp.version:
                 entries.append({"g": group_id, "p": f"{key[0]}:{key[1]}", "s": sp.snapshot()})
-                versions[key] = sp.version
+                versions[key] = (sp, sp.version)
         for key in [k for k in versions if k not in live]:
             entries.append({"g": group_id, "p": f"{key[0]}:{key[1]}", "s": None})
             del versions[key]
