@@ -141,7 +141,7 @@ def stream_restart_both(spark: Any, bootstrap: str, tmp: Path, partitions: int =
                 streaming=True,
                 subscribe=source,
                 startingOffsets="earliest",
-                maxOffsetsPerTrigger="7",
+                maxOffsetsPerTrigger="9",
             )
             query = (
                 df.selectExpr("key", "value", "headers")

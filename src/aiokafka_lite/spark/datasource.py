@@ -87,6 +87,7 @@ def register(spark: Any, check_workers: bool = True) -> None:
         chosen = workers.configure_worker_python(sc)
         if chosen is not None:
             log.info("aiokafka_lite: Spark's Python workers will run %s", chosen)
+        workers.share_py_files_with_driver_runners(sc)
     spark.dataSource.register(KafkaDataSource)
     if check_workers and sc is not None:
         workers.check_workers(spark)

@@ -23,7 +23,13 @@ from typing import Any
 
 from aiokafka_lite.errors import ConfigError
 
-__all__ = ["SparkWorkerSetupError", "check_workers", "configure_worker_python", "worker_python"]
+__all__ = [
+    "SparkWorkerSetupError",
+    "check_workers",
+    "configure_worker_python",
+    "share_py_files_with_driver_runners",
+    "worker_python",
+]
 
 #: Spark's own default when neither PYSPARK_PYTHON nor spark.pyspark.python is set.
 SPARK_DEFAULT_PYTHON = "python3"
@@ -77,6 +83,33 @@ def configure_worker_python(sc: Any) -> str | None:
         return None
     sc.pythonExec = target
     return target
+
+
+def share_py_files_with_driver_runners(sc: Any) -> list[str]:
+    """Put the job's ``--py-files`` on ``PYTHONPATH`` for the Python processes Spark starts
+    on the driver; return the paths added.
+
+    Spark starts a Python process on the driver to plan a Python data source's streaming
+    query (``python_streaming_source_runner``), and, unlike executors' tasks and the batch
+    planner, that process does not get the files shipped with ``--py-files`` /
+    ``addPyFile`` (pyspark 4.0 - 4.3): a streaming query whose workers' interpreter lacks
+    aiokafka_lite fails there with ``ModuleNotFoundError`` although the package was
+    shipped. Every Python worker inherits ``SparkContext.environment``, so the driver's
+    local copies go there (on executors, paths that do not exist are skipped by Python).
+    Like ``pythonExec``, the environment is read when the data source is registered.
+    """
+    from pyspark import SparkFiles
+
+    includes = [str(name) for name in getattr(sc, "_python_includes", None) or []]
+    if not includes:
+        return []
+    root = SparkFiles.getRootDirectory()
+    paths = [os.path.join(root, name) for name in includes if os.path.exists(os.path.join(root, name))]
+    current = [p for p in str(sc.environment.get("PYTHONPATH", "")).split(os.pathsep) if p]
+    added = [p for p in paths if p not in current]
+    if added:
+        sc.environment["PYTHONPATH"] = os.pathsep.join(current + added)
+    return added
 
 
 # The probe runs in a worker. It is compiled into a module that does not exist there, so
