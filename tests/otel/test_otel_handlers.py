@@ -201,3 +201,29 @@ async def test_a_foreign_w3c_producers_trace_continues(kafka_bootstrap: str, spa
     assert process.parent is not None and process.parent.span_id == parent_id and process.parent.is_remote
     handle_span = spans.by_id(handle.get_span_context().span_id)
     assert handle_span.parent is not None and handle_span.parent.span_id == process.context.span_id
+
+
+async def test_share_consumer_iteration_continues_the_trace(
+    share_broker: EmbeddedCluster | ApacheCluster, spans: Spans
+) -> None:
+    kafka_cluster = share_broker
+    topic, group = unique("share-iter"), unique("share-group")
+    kafka_cluster.create_topic(topic, 1)
+    async with Admin(kafka_cluster.bootstrap) as admin:
+        results = await admin.incremental_alter_configs(
+            {ConfigResource.group(group): {"share.auto.offset.reset": "earliest"}}
+        )
+        assert all(r.error is None for r in results.values())
+    sends = await produce_traced(spans, kafka_cluster.bootstrap, topic, 2)
+    seen: dict[int, int] = {}
+    async with ShareConsumer(kafka_cluster.bootstrap, group_id=group, topics=[topic]) as consumer:
+        async with asyncio.timeout(60):
+            async for record in consumer:
+                with spans.tracer.start_as_current_span("handle") as span:
+                    seen[record.offset] = span.get_span_context().span_id
+                if len(seen) == 2:
+                    break
+    for offset, span_id in seen.items():
+        process = assert_chain(spans, span_id, sends[offset])
+        assert (process.attributes or {})["messaging.consumer.group.name"] == group
+    assert spans.named(f"poll {topic}")  # and the polls that fetched them

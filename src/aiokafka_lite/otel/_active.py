@@ -46,6 +46,14 @@ def of(client: Any) -> KafkaTracing | None:
     return own if own is not None else tracing
 
 
+def begin_iteration(consumer: Any, record: Any) -> None:
+    """Start the process span of a record an ``async for`` over ``consumer`` hands out,
+    current in the loop body, if ``consumer`` is traced (only called while ``enabled``)."""
+    traced = of(consumer)
+    if traced is not None:
+        traced.begin_iteration(consumer, record)
+
+
 def end_iteration(consumer: Any) -> None:
     """End the process span of the record an ``async for`` over ``consumer`` handed out
     last (called on close; only while ``enabled``, so the tracing module is loaded)."""

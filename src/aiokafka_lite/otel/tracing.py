@@ -378,10 +378,16 @@ class KafkaTracing:
         current for the loop body."""
         end_iteration(consumer)
         record = await fetch()
+        self.begin_iteration(consumer, record)
+        return record
+
+    def begin_iteration(self, consumer: Any, record: Any) -> None:
+        """Start ``record``'s ``process`` span and make it current for the loop body
+        that receives it (``end_iteration`` ends it)."""
+        end_iteration(consumer)
         span = self.start_process(consumer, record)
         token = otel_context.attach(trace.set_span_in_context(span))
         _iterating[consumer] = _ProcessScope(span, token, asyncio.current_task())
-        return record
 
     def _records_links(self, records: Iterable[Any]) -> list[Link]:
         links: list[Link] = []

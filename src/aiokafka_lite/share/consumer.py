@@ -263,6 +263,8 @@ class ShareConsumer:
         """Acknowledge what was delivered (implicit mode: accept it; explicit mode: what the
         application decided, releasing the rest), release what was fetched but never
         handed out, close the share sessions, then leave the group. Idempotent."""
+        if _otel.enabled:
+            _otel.end_iteration(self)  # the last record's process span (async for)
         if self._closed or self._closing:
             return
         self._closing = True
@@ -336,7 +338,11 @@ class ShareConsumer:
     async def _iterate(self) -> AsyncIterator[ShareRecord]:
         while not self._closing:
             for record in await self.poll():
+                if _otel.enabled:  # the record's process span, current in the loop body
+                    _otel.begin_iteration(self, record)
                 yield record
+                if _otel.enabled:
+                    _otel.end_iteration(self)
 
     async def poll(
         self, max_records: int | None = None, timeout_ms: float | None = None
