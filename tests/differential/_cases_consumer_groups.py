@@ -1158,3 +1158,42 @@ async def case_share_group_id_for_consumer_apis(t: Target) -> Observation:
         "consumer_describe": {"error": d.error_code, "_m": d.error_message},
         "classic_join": join.error_code,
     }
+
+
+@case("consumer_groups")
+async def case_classic_members_need_a_common_protocol(t: Target) -> Observation:
+    group = t.unique("cg-proto")
+    c = await _client(t, group)
+    topic = await _topic(t, c, "cg-proto", 2)
+    m = Member(c, group, [topic])
+    await m.resolve()
+    await m.heartbeat()
+
+    async def join(names: list[str]) -> int:
+        member = ""
+        for _ in range(2):
+            resp = await c.request(
+                JoinGroupRequest(
+                    group_id=group,
+                    session_timeout_ms=10000,
+                    rebalance_timeout_ms=10000,
+                    member_id=member,
+                    protocol_type="consumer",
+                    protocols=[
+                        JoinGroupRequest.JoinGroupRequestProtocol(name=n, metadata=_subscription(topic))
+                        for n in names
+                    ],
+                ),
+                5,
+            )
+            assert isinstance(resp, JoinGroupResponse)
+            if resp.error_code != 79:
+                return resp.error_code
+            member = resp.member_id
+        return -1
+
+    return {
+        "first": await join(["range", "roundrobin"]),
+        "sharing_one": await join(["roundrobin", "sticky"]),
+        "sharing_none": await join(["cooperative-sticky"]),
+    }

@@ -292,6 +292,15 @@ class MixedGroupCoordinator(ConsumerGroupCoordinator):
             )
         if protocol_type != PROTOCOL_TYPE or not protocols:
             return JoinResult(INCONSISTENT_GROUP_PROTOCOL, member_id)
+        # Like a classic group, the classic members must have a protocol in common.
+        others = [
+            m.classic for m in group.members.values() if m.classic is not None and m.member_id != member_id
+        ]
+        names = {n for n, _ in protocols}
+        for info in others:
+            names &= {n for n, _ in info.protocols}
+        if not names:
+            return JoinResult(INCONSISTENT_GROUP_PROTOCOL, member_id)
         if not self.config.min_session_timeout_ms <= session_timeout_ms <= self.config.max_session_timeout_ms:
             return JoinResult(INVALID_SESSION_TIMEOUT, member_id)
         if not member_id and group_instance_id is None and require_known_member_id:
