@@ -11,7 +11,8 @@ for the same work run from two source trees, e.g. a checkout from before the cou
 
 Work per round, each in a fresh client process against one embedded broker process:
 produce N records of 100 B (``enqueue`` + ``flush``, linger 5 ms, acks=1, 6 partitions),
-then consume them all with ``async for`` and with ``getmany``. Rounds alternate the
+then consume them all with ``async for``, with ``getmany`` and through ``OrderedWorkers``
+(6 workers, a no-op async handler; its group join included). Rounds alternate the
 trees; the best (lowest) CPU time per tree is shown, in microseconds per record.
 """
 
@@ -56,6 +57,22 @@ async def worker(bootstrap: str, records: int) -> dict[str, float]:
                     batch = await consumer.getmany(timeout_ms=1000, max_records=500)
                     n += sum(len(v) for v in batch.values())
             out[mode] = time.process_time() - start
+    from aiokafka_lite.groups import OrderedWorkers
+
+    async def handle(_record: object) -> None:
+        return None
+
+    async with Consumer(
+        bootstrap, topics=topic, group_id=f"g-{topic}", auto_offset_reset="earliest", enable_auto_commit=False
+    ) as consumer:
+        workers = OrderedWorkers(consumer, handle, concurrency=6)
+        start = time.process_time()
+        run = asyncio.create_task(workers.run())
+        while workers.stats.processed < records:  # noqa: ASYNC110 - polling the pool's counter
+            await asyncio.sleep(0.005)
+        workers.stop()
+        await run
+        out["workers"] = time.process_time() - start
     return out
 
 

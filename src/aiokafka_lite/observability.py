@@ -31,6 +31,7 @@ __all__ = [
     "MetricSpec",
     "Point",
     "collect",
+    "enable_handler_timing",
     "live_clients",
     "on_track",
     "track",
@@ -44,6 +45,22 @@ class ObservedClient(Protocol):
     """What ``collect`` needs of a client (Producer, Consumer, Admin, ShareConsumer)."""
 
     def metrics(self) -> dict[str, Any]: ...
+
+
+# --------------------------------------------------------------------------- handler timing
+
+#: Whether OrderedWorkers, ShareWorkers and TransactSession time their handlers
+#: (``messaging.process.duration``). Off by default: two clock reads per record cost more
+#: than every counter together (about 0.4 us per record in bench/metrics_overhead.py).
+#: ``instrument_metrics`` switches it on; with the Prometheus text alone, call
+#: ``enable_handler_timing()``.
+handler_timing = False
+
+
+def enable_handler_timing(enabled: bool = True) -> None:
+    """Time handlers from now on (or stop: ``False``) for ``messaging.process.duration``."""
+    global handler_timing
+    handler_timing = enabled
 
 
 # --------------------------------------------------------------------------- registry

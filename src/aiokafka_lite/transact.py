@@ -43,6 +43,7 @@ from types import TracebackType
 from typing import Any
 
 from aiokafka_lite import errors as E
+from aiokafka_lite import observability as _obs
 from aiokafka_lite.fetch import Consumer, Record
 from aiokafka_lite.fetch.subscription import OffsetAndMetadata
 from aiokafka_lite.net.hooks import LATENCY_BUCKETS_S, Histogram
@@ -105,7 +106,7 @@ class TransactSession:
         self._next: dict[TopicPartition, OffsetAndMetadata] = {}
         self._started = False
         #: Handler durations in seconds per ``process`` round, successful or not
-        #: (messaging.process.duration).
+        #: (messaging.process.duration), while ``observability.handler_timing`` is on.
         self.process_seconds = Histogram(LATENCY_BUCKETS_S)
         track(self)
 
@@ -237,7 +238,7 @@ class TransactSession:
         batch = await self.poll(timeout_ms=timeout_ms, max_records=max_records)
         if not batch:
             return None
-        started = time.perf_counter()
+        started = time.perf_counter() if _obs.handler_timing else 0.0
         try:
             if _otel.enabled:  # the handler runs in a process span continuing the records' trace
                 await _otel.in_batch_span(self.consumer, batch, lambda: handler(batch, self.producer))
@@ -245,9 +246,11 @@ class TransactSession:
                 result = handler(batch, self.producer)
                 if inspect.isawaitable(result):
                     await result
-            self.process_seconds.record(time.perf_counter() - started)
+            if started:
+                self.process_seconds.record(time.perf_counter() - started)
         except Exception:
-            self.process_seconds.record(time.perf_counter() - started)
+            if started:
+                self.process_seconds.record(time.perf_counter() - started)
             if self._doomed:
                 async with self._lock:
                     self._doomed = False

@@ -15,7 +15,7 @@ from opentelemetry.sdk.metrics.export import (
     NumberDataPoint,
 )
 
-from aiokafka_lite import Consumer, Producer
+from aiokafka_lite import Consumer, Producer, observability
 from aiokafka_lite.broker.cluster import EmbeddedCluster
 from aiokafka_lite.groups import OrderedWorkers
 from aiokafka_lite.otel.metrics import instrument_metrics, is_metrics_instrumented, uninstrument_metrics
@@ -150,7 +150,7 @@ async def test_clients_created_later_are_reported_and_uninstrument_stops(
     topic = f"otel-later-{uuid.uuid4().hex[:8]}"
     kafka_cluster.create_topic(topic, 1)
     try:
-        assert is_metrics_instrumented()
+        assert is_metrics_instrumented() and observability.handler_timing  # on while instrumented
         async with Producer(kafka_cluster.bootstrap, client_id="later") as producer:  # after instrument
             for _ in range(3):
                 await producer.send(topic, b"x")
@@ -158,7 +158,7 @@ async def test_clients_created_later_are_reported_and_uninstrument_stops(
             assert r.total("messaging.client.sent.messages", **{"messaging.destination.name": topic}) == 3
             assert r.points("messaging.client.operation.duration", **{"messaging.client.id": "later"})
             uninstrument_metrics()
-            assert not is_metrics_instrumented()
+            assert not is_metrics_instrumented() and not observability.handler_timing
             await producer.send(topic, b"x")
             assert producer.metrics()["records_sent"] == 4
             after = Reading(reader)

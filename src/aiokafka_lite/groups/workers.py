@@ -77,6 +77,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from aiokafka_lite import observability as _obs
 from aiokafka_lite.errors import CommitFailedError, ConfigError, IllegalStateError, KafkaError
 from aiokafka_lite.handler_failures import (
     FailureCallback,
@@ -145,7 +146,8 @@ class WorkerStats:
     timeouts: int = 0  # handler calls cancelled at handler_timeout_ms
     dead_lettered: int = 0
     threshold_reports: int = 0  # times the failure threshold was crossed
-    #: Handler durations in seconds, successful or not (messaging.process.duration).
+    #: Handler durations in seconds, successful or not (messaging.process.duration),
+    #: while ``aiokafka_lite.observability.handler_timing`` is on.
     process_seconds: Histogram = field(default_factory=lambda: Histogram(LATENCY_BUCKETS_S))
 
 
@@ -437,7 +439,7 @@ class OrderedWorkers:
         the threshold callback paused the partition (the record was not processed)."""
         retries = 0
         while True:
-            started = time.perf_counter()
+            started = time.perf_counter() if _obs.handler_timing else 0.0
             try:
                 if _otel.enabled:  # the handler runs in the record's process span (its trace)
                     await _otel.in_process_span(
@@ -445,12 +447,14 @@ class OrderedWorkers:
                     )
                 else:
                     await call_handler(self._handler, record, self._timeout_ms)
-                self.stats.process_seconds.record(time.perf_counter() - started)
+                if started:
+                    self.stats.process_seconds.record(time.perf_counter() - started)
                 return "done"
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                self.stats.process_seconds.record(time.perf_counter() - started)
+                if started:
+                    self.stats.process_seconds.record(time.perf_counter() - started)
                 if isinstance(exc, HandlerTimeoutError):
                     self.stats.timeouts += 1
                 decision = await self._check_threshold(tp, part, record, exc)

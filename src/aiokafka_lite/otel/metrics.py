@@ -130,6 +130,9 @@ class KafkaMetrics:
         self.batch_records = _histogram(
             self.meter, specs["aiokafka_lite.producer.batch.records"], list(BATCH_RECORDS_BUCKETS)
         )
+        # Handler timing costs two clock reads per record: on while instrumented.
+        self._timing_was = obs.handler_timing
+        obs.enable_handler_timing()
         for client in self._clients():
             self._attach(client)
         self._stop_tracking = obs.on_track(self._attach) if self._only is None else None
@@ -205,6 +208,8 @@ class KafkaMetrics:
     def uninstrument(self) -> None:
         """Stop reporting: callbacks observe nothing more, hooks are removed."""
         global _current
+        if self.active:
+            obs.enable_handler_timing(self._timing_was)
         self.active = False
         if self._stop_tracking is not None:
             self._stop_tracking()

@@ -61,6 +61,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from aiokafka_lite import observability as _obs
 from aiokafka_lite.errors import ConfigError, KafkaError
 from aiokafka_lite.handler_failures import (
     FailureCallback,
@@ -100,7 +101,8 @@ class ShareWorkerStats:
     dead_lettered: int = 0
     timeouts: int = 0  # handler calls cancelled at handler_timeout_ms
     threshold_reports: int = 0  # times the failure threshold was crossed
-    #: Handler durations in seconds, successful or not (messaging.process.duration).
+    #: Handler durations in seconds, successful or not (messaging.process.duration),
+    #: while ``aiokafka_lite.observability.handler_timing`` is on.
     process_seconds: Histogram = field(default_factory=lambda: Histogram(LATENCY_BUCKETS_S))
 
 
@@ -256,7 +258,7 @@ class ShareWorkers:
         if self._paused or self._failure is not None:  # polled before a pause or stop: others take it
             self._ack(record, AcknowledgeType.RELEASE)
             return
-        started = time.perf_counter()
+        started = time.perf_counter() if _obs.handler_timing else 0.0
         try:
             if _otel.enabled:  # the handler runs in the record's process span (its trace)
                 await _otel.in_process_span(
@@ -264,12 +266,14 @@ class ShareWorkers:
                 )
             else:
                 await call_handler(self.handler, record, self.handler_timeout_ms)
-            self.stats.process_seconds.record(time.perf_counter() - started)
+            if started:
+                self.stats.process_seconds.record(time.perf_counter() - started)
         except asyncio.CancelledError:
             self._ack(record, AcknowledgeType.RELEASE)
             raise
         except Exception as exc:
-            self.stats.process_seconds.record(time.perf_counter() - started)
+            if started:
+                self.stats.process_seconds.record(time.perf_counter() - started)
             if isinstance(exc, HandlerTimeoutError):
                 self.stats.timeouts += 1
             decision = await self._check_threshold(record, exc)
