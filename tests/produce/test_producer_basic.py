@@ -400,6 +400,37 @@ async def test_failed_start_leaves_nothing_running_and_can_be_retried(kafka_clus
         await Producer(client=client).start()
 
 
+async def test_close_during_start_leaves_no_unretrieved_error() -> None:
+    """close() while a start() whose caller gave up is still trying to connect cuts the
+    start short and retrieves its outcome: asyncio reports nothing as lost, no task is left."""
+    loop = asyncio.get_running_loop()
+    reported: list[dict[str, object]] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, ctx: reported.append(ctx))
+    try:
+        # a "broker" that accepts connections and never answers: start() stays connecting
+        silent = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+        port = silent.sockets[0].getsockname()[1]
+        before = asyncio.all_tasks()
+        producer = Producer(f"127.0.0.1:{port}", request_timeout_ms=30_000)
+        starting = asyncio.create_task(producer.start())
+        await asyncio.sleep(0.05)  # start() is inside its connection attempts
+        starting.cancel()  # its caller gives up (a timeout, a shutdown): the start goes on
+        with pytest.raises(asyncio.CancelledError):
+            await starting
+        await producer.close()
+        del starting, producer
+        import gc
+
+        gc.collect()
+        await asyncio.sleep(0)
+        assert asyncio.all_tasks() - before == {asyncio.current_task()} - before
+        assert [c.get("message") for c in reported] == []
+        silent.close()
+    finally:
+        loop.set_exception_handler(previous)
+
+
 @pytest.mark.kafka_embedded
 async def test_linger_zero_sends_at_once_but_bulk_appends_still_batch(kafka_cluster: EmbeddedCluster) -> None:
     kafka_cluster.create_topic("lz", 1)

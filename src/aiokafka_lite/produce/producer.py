@@ -369,6 +369,12 @@ class Producer:
         self._closed = True
         self._refused = True
         self._pool.close()  # writers blocked on memory fail now
+        start = self._start_task
+        if start is not None and not self._started:
+            # A start still connecting is cut short; its outcome (an error, or the
+            # cancellation) is retrieved here so that asyncio never reports it as lost.
+            start.cancel()
+            await asyncio.gather(start, return_exceptions=True)
         acc = self._acc
         try:
             if flush and self._started and self._txn is not None:
