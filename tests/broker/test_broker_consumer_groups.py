@@ -822,3 +822,21 @@ async def test_a_member_asked_to_revoke_before_a_restart_still_has_its_rebalance
             await asyncio.sleep(0.1)
         await c.close()
         assert a.member_id not in members and len(members) == 1
+
+
+async def test_classic_member_that_never_rejoins_is_removed_after_its_rebalance_timeout() -> None:
+    env = Env()
+    a = Member(env)
+    await a.heartbeat()
+    b = ClassicMember(env)
+    await b.join()
+    env.clock.advance(INTERVAL_MS)
+    await a.heartbeat()
+    assert await b.heartbeat() == E.RebalanceInProgressError.code  # told to rejoin...
+    for _ in range(3):  # ...it keeps heartbeating but never rejoins
+        env.clock.advance(3000)
+        await b.heartbeat()
+    env.clock.advance(2000)  # 11 s > its 10 s rebalance timeout
+    d = await env.describe()
+    assert [m.member_id for m in d.members] == [a.member_id]
+    assert await b.heartbeat() == E.UnknownMemberIdError.code

@@ -23,6 +23,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Sequence
+from typing import Any
 
 from aiokafka_lite import errors
 from aiokafka_lite.broker.groups.classic_group import (
@@ -33,6 +34,7 @@ from aiokafka_lite.broker.groups.classic_group import (
     Protocols,
     SyncResult,
 )
+from aiokafka_lite.broker.groups.clock import Cancellable
 from aiokafka_lite.broker.groups.codes import (
     FENCED_INSTANCE_ID,
     GROUP_MAX_SIZE_REACHED,
@@ -112,6 +114,17 @@ def encode_assignment(partitions: dict[str, set[int]], version: int) -> bytes:
 
 class MixedGroupCoordinator(ConsumerGroupCoordinator):
     """Classic-protocol members in consumer groups, upgrades and downgrades."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: (group id, member id) -> the deadline of a classic member's JoinGroup or SyncGroup
+        self._classic_deadlines: dict[tuple[str, str], Cancellable] = {}
+
+    async def stop(self) -> None:
+        await super().stop()
+        self._classic_deadlines.clear()
+
+    close = stop
 
     def migration_policy(self) -> str:
         return str(self.cluster.config.extra.get("group.consumer.migration.policy", "bidirectional")).lower()
@@ -357,6 +370,7 @@ class MixedGroupCoordinator(ConsumerGroupCoordinator):
         reconcile(group, member, owned)
         self._touch_session(group, member)
         self._schedule_rebalance_timeout(group, member, was_unrevoked)
+        self._classic_deadline(group, member, "SyncGroup")
         self._save_consumer_groups()
         return JoinResult(
             NONE,
@@ -415,6 +429,7 @@ class MixedGroupCoordinator(ConsumerGroupCoordinator):
         ):
             return SyncResult(INCONSISTENT_GROUP_PROTOCOL)
         self._touch_session(group, member)
+        self._cancel_classic_deadline(group, member.member_id)
         version = 0
         for name, meta in member.classic.protocols:
             if name == member.classic.protocol_name:
@@ -444,8 +459,46 @@ class MixedGroupCoordinator(ConsumerGroupCoordinator):
         if group.assignment_epoch != assignment_epoch:
             self._save_consumer_groups()
         if member.state is not MemberState.STABLE or member.member_epoch != group.assignment_epoch:
+            if (group.group_id, member.member_id) not in self._classic_deadlines:
+                self._classic_deadline(group, member, "JoinGroup")
             return REBALANCE_IN_PROGRESS
         return NONE
+
+    # -- deadlines of classic members ------------------------------------------------------
+    def _classic_deadline(self, group: ConsumerGroup, member: ConsumerGroupMember, expected: str) -> None:
+        """A classic member told to rejoin (or to sync) must do so within its rebalance
+        timeout, or it is removed, as Kafka's join and sync timeouts do."""
+        self._cancel_classic_deadline(group, member.member_id)
+        epoch = member.member_epoch
+
+        def expire() -> None:
+            self._classic_deadlines.pop((group.group_id, member.member_id), None)
+            if (
+                self.consumer_groups.get(group.group_id) is not group
+                or group.members.get(member.member_id) is not member
+            ):
+                return
+            if expected == "JoinGroup" and member.member_epoch != epoch:
+                return  # it rejoined
+            log.info(
+                "consumer group %s: classic member %s sent no %s in time",
+                group.group_id,
+                member.member_id,
+                expected,
+            )
+            self._remove_member(group, member)
+            self._save_consumer_groups()
+
+        self._classic_deadlines[(group.group_id, member.member_id)] = self.timers.schedule(
+            max(member.rebalance_timeout_ms, 0), expire
+        )
+
+    def _cancel_classic_deadline(self, group: ConsumerGroup, member_id: str) -> None:
+        self.timers.cancel(self._classic_deadlines.pop((group.group_id, member_id), None))
+
+    def _cancel_member_timers(self, group: ConsumerGroup, member_id: str) -> None:
+        super()._cancel_member_timers(group, member_id)
+        self._cancel_classic_deadline(group, member_id)
 
     def leave_group(self, group_id: str, members: Sequence[tuple[str, str | None]]) -> tuple[int, list[int]]:
         group = self.consumer_groups.get(group_id)
