@@ -169,7 +169,11 @@ async def test_two_instances_share_the_work_and_one_crashing_loses_nothing(
             return len(mirror.stats().partitions) == n
 
         # Both instances work: this one holds some partitions, the process the others.
-        await wait_for(lambda: owned(2), "the partitions split 2/2 between the instances")
+        try:
+            await wait_for(lambda: owned(2), "the partitions split 2/2 between the instances")
+        except AssertionError as exc:
+            exc.add_note(f"the other instance's output:\n{other.log()}")
+            raise
         await wait_for(
             lambda: _target_has(target.bootstrap, topic, 4, 50), "both instances' records on the target"
         )
