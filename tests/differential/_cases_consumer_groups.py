@@ -1197,3 +1197,33 @@ async def case_classic_members_need_a_common_protocol(t: Target) -> Observation:
         "sharing_one": await join(["roundrobin", "sticky"]),
         "sharing_none": await join(["cooperative-sticky"]),
     }
+
+
+@case("consumer_groups")
+async def case_member_that_does_not_revoke_in_time(t: Target) -> Observation:
+    group = t.unique("cg-rbto")
+    c = await _client(t, group)
+    topic = await _topic(t, c, "cg-rbto", 2)
+    a = Member(c, group, [topic], rebalance_timeout_ms=1500)
+    await a.resolve()
+    await a.heartbeat()
+    b = Member(c, group, [topic])
+    await b.resolve()
+    await b.heartbeat()
+    await asyncio.sleep(1.2)  # past the assignment interval
+    told = hb(await a.heartbeat(), a.ids)
+    for _ in range(6):  # B keeps heartbeating, A never acknowledges
+        await asyncio.sleep(0.5)
+        await b.heartbeat()
+    d = await _describe(c, group)
+    after = hb(await a.heartbeat())
+    await b.heartbeat()
+    return {
+        "told_to_revoke": {
+            "error": told["error"],
+            "partitions": sum(len(p) for p in (told["assignment"] or {}).values()),
+        },
+        "members_after": len(d.members),
+        "a_after": after,
+        "b_owns": sorted(p for ps in b.owned.values() for p in ps),
+    }
