@@ -1227,3 +1227,25 @@ async def case_member_that_does_not_revoke_in_time(t: Target) -> Observation:
         "a_after": after,
         "b_owns": sorted(p for ps in b.owned.values() for p in ps),
     }
+
+
+@case("consumer_groups")
+async def case_group_configs_shape_the_heartbeat(t: Target) -> Observation:
+    from _cases_share_admin import _alter_group_config
+
+    group = t.unique("cg-conf")
+    c = await _client(t, group)
+    topic = await _topic(t, c, "cg-conf", 1)
+    altered = [
+        await _alter_group_config(c, group, "consumer.heartbeat.interval.ms", "7000"),
+        await _alter_group_config(c, group, "consumer.session.timeout.ms", "50000"),
+    ]
+    for _ in range(20):  # Kafka applies group configs from its metadata log after answering
+        m = Member(c, group, [topic])
+        await m.resolve()
+        joined = hb(await m.heartbeat(), m.ids)
+        await m.heartbeat(member_epoch=-1)
+        if joined["interval"] == 7000:
+            break
+        await asyncio.sleep(0.2)
+    return {"altered": altered, "interval": joined["interval"]}
