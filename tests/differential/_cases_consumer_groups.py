@@ -1249,3 +1249,45 @@ async def case_group_configs_shape_the_heartbeat(t: Target) -> Observation:
             break
         await asyncio.sleep(0.2)
     return {"altered": altered, "interval": joined["interval"]}
+
+
+@case("consumer_groups")
+async def case_topic_created_after_subscribing_by_name(t: Target) -> Observation:
+    group = t.unique("cg-later")
+    c = await _client(t, group)
+    name = t.unique("cg-later-topic")
+    m = Member(c, group, [name])
+    first = hb(await m.heartbeat())
+    before = (await _describe(c, group)).group_epoch
+    await _create_named(t, c, name, 2)
+    await m.resolve()
+    for _ in range(60):
+        if m.owned:
+            break
+        await asyncio.sleep(0.25)
+        await m.heartbeat()
+    d = await _describe(c, group)
+    return {
+        "first": first,
+        "owned": sorted(p for ps in m.owned.values() for p in ps),
+        "epoch_moved": d.group_epoch > before,
+        "state": d.group_state,
+    }
+
+
+async def _create_named(t: Target, c: RawClient, name: str, partitions: int) -> None:
+    from aiokafka_lite.wire.messages import CreateTopicsRequest, CreateTopicsResponse
+
+    resp = await c.request(
+        CreateTopicsRequest(
+            topics=[
+                CreateTopicsRequest.CreatableTopic(
+                    name=name, num_partitions=partitions, replication_factor=-1
+                )
+            ],
+            timeout_ms=30000,
+        ),
+        5,
+    )
+    assert isinstance(resp, CreateTopicsResponse) and resp.topics[0].error_code == 0, resp
+    await t.wait_for_topic(name, partitions)
