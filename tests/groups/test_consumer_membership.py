@@ -261,6 +261,24 @@ def test_an_acknowledgement_due_while_a_heartbeat_is_in_flight_goes_right_after_
     assert ack is not None and owned_ids(ack) == {(TID, 0)}
 
 
+def test_rebalances_are_counted_from_the_assignment_to_the_answered_acknowledgement() -> None:
+    m = joined(parts=(0, 1))  # joined at 0, stable at 0
+    assert (m.rebalances, m.rebalance_started) == (1, None)
+    m.heartbeat_request(5000)
+    m.heartbeat_response(ok(2, assignment((TID, [0]))), 5000)
+    assert m.rebalance_started == 5000
+    run_batch(m, m.tick(5000, resolve()), 5300)
+    m.heartbeat_request(5300)
+    m.heartbeat_response(ok(2), 5400)
+    assert m.state is ConsumerMemberState.STABLE
+    assert (m.rebalances, m.last_rebalance_ms, m.rebalance_ms_total, m.rebalance_started) == (
+        2,
+        400,
+        400,
+        None,
+    )
+
+
 def test_no_commit_before_revocation_without_auto_commit() -> None:
     m = joined(parts=(0, 1), enable_auto_commit=False)
     m.heartbeat_request(5000)
