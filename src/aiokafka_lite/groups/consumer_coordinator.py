@@ -219,7 +219,9 @@ class ConsumerGroupCoordinator(GroupCoordinator):
         if isinstance(act, AddPartitions):
             # Topics assigned through a regex are not tracked by the consumer: keep their
             # metadata (leaders) fresh.
-            self._client.track_topics({tp.topic for tp in act.partitions})  # type: ignore[attr-defined]
+            track = getattr(self._client, "track_topics", None)
+            if track is not None:
+                track({tp.topic for tp in act.partitions})
         return await super()._do(action)
 
     async def _resolve_topics(self, action: ResolveTopics) -> None:
