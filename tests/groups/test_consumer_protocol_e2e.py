@@ -604,27 +604,13 @@ async def test_admin_describes_and_lists_groups_of_both_protocols(cluster: Embed
 # ----------------------------------------------------------------------------- upgrade
 
 
-@pytest.fixture
-async def migrating_cluster(
-    request: pytest.FixtureRequest, kafka_mode: str, kafka_cluster_factory: object
-) -> EmbeddedCluster:
-    """A Kafka with mixed groups and their online migration: the embedded broker has
-    neither (a documented difference, see docs/guide/embedded-broker-differences.md), so
-    in the embedded pass this is the session's real Apache Kafka 4.4."""
-    if kafka_mode == "apache":
-        return await group_cluster(request, {}, broker_settings=FAST_CONSUMER_GROUPS)
-    real: EmbeddedCluster = request.getfixturevalue("apache_kafka")
-    return real
-
-
 async def test_rolling_upgrade_of_a_live_classic_group_and_back_every_record_once(
-    migrating_cluster: EmbeddedCluster,
+    cluster: EmbeddedCluster,
 ) -> None:
     """Members of a classic group are restarted one by one with the consumer protocol (the
     broker converts the group when the first one joins and serves the classic members
     meanwhile), then rolled back the same way; records flow throughout and each is
     processed exactly once (graceful restarts commit before giving partitions up)."""
-    cluster = migrating_cluster
     topic, group = unique("upgrade"), unique("g")
     cluster.create_topic(topic, PARTITIONS)
     seen: dict[tuple[int, int], list[str]] = defaultdict(list)
