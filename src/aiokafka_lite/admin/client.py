@@ -11,11 +11,11 @@ until the call's ``timeout_ms`` (default ``default_timeout_ms``, 60 s as in Java
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Literal, TypeVar
 
+from aiokafka_lite import _backend
 from aiokafka_lite import errors as E
 from aiokafka_lite.admin.consumer_groups import ConsumerGroupsAdmin
 from aiokafka_lite.admin.share_groups import ShareGroupsAdmin
@@ -188,12 +188,12 @@ class Admin(ShareGroupsAdmin, ConsumerGroupsAdmin):
 
     def _deadline(self, timeout_ms: float | None) -> float:
         return (
-            asyncio.get_running_loop().time()
+            _backend.loop().time()
             + (self.default_timeout_ms if timeout_ms is None else timeout_ms) / 1000
         )
 
     def _remaining_ms(self, deadline: float) -> float:
-        return max((deadline - asyncio.get_running_loop().time()) * 1000, 1.0)
+        return max((deadline - _backend.loop().time()) * 1000, 1.0)
 
     def _backoff(self, attempt: int) -> float:
         cfg = self._client.config
@@ -217,7 +217,7 @@ class Admin(ShareGroupsAdmin, ConsumerGroupsAdmin):
     ) -> Response:
         """One request (built for the negotiated version), retried on connection-level
         failures until ``deadline``."""
-        loop = asyncio.get_running_loop()
+        loop = _backend.loop()
         attempt = 0
         client = self._client
         while True:
@@ -236,7 +236,7 @@ class Admin(ShareGroupsAdmin, ConsumerGroupsAdmin):
                 if not exc.retriable or loop.time() + delay >= deadline:
                     raise
                 log.debug("admin request to node %s failed, retrying: %s", target, exc)
-                await asyncio.sleep(delay)
+                await _backend.sleep(delay)
                 if node == "controller" or isinstance(exc, E.KafkaConnectionError):
                     await self._refresh(())
 
@@ -262,7 +262,7 @@ class Admin(ShareGroupsAdmin, ConsumerGroupsAdmin):
         Items whose error satisfies ``retry_if`` are retried with backoff (after a
         metadata refresh if the error says metadata is stale) until ``deadline``.
         """
-        loop = asyncio.get_running_loop()
+        loop = _backend.loop()
         if retry_if is None:
             retry_if = _default_retry
         results: dict[K, Outcome] = {}
@@ -291,7 +291,7 @@ class Admin(ShareGroupsAdmin, ConsumerGroupsAdmin):
             pending = retry
             if pending:
                 n += 1
-                await asyncio.sleep(delay)
+                await _backend.sleep(delay)
                 if stale:
                     await self._refresh(refresh_topics(pending) if refresh_topics is not None else ())
         return results
@@ -625,7 +625,7 @@ class Admin(ShareGroupsAdmin, ConsumerGroupsAdmin):
             except E.KafkaError as exc:
                 out[item] = exc
         keys = list(groups)
-        replies = await asyncio.gather(*(send(k, groups[k]) for k in keys), return_exceptions=True)
+        replies = await _backend.gather(*(send(k, groups[k]) for k in keys), return_exceptions=True)
         for k, reply in zip(keys, replies, strict=True):
             if isinstance(reply, E.KafkaError):
                 out.update(dict.fromkeys(groups[k], reply))
@@ -672,7 +672,7 @@ class Admin(ShareGroupsAdmin, ConsumerGroupsAdmin):
                     for g in resp.groups
                 ]
 
-            replies = await asyncio.gather(*(one(n) for n in batch))
+            replies = await _backend.gather(*(one(n) for n in batch))
             return {
                 n: r if isinstance(r, E.KafkaError) else _Listing(r)
                 for n, r in zip(batch, replies, strict=True)
@@ -702,7 +702,7 @@ class Admin(ShareGroupsAdmin, ConsumerGroupsAdmin):
             except E.KafkaError as exc:
                 return exc
 
-        found = await asyncio.gather(*(one(g) for g in group_ids))
+        found = await _backend.gather(*(one(g) for g in group_ids))
         return dict(zip(group_ids, found, strict=True))
 
     async def _by_coordinator(

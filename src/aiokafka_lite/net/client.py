@@ -24,11 +24,12 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final, TypeVar
 
+from aiokafka_lite import _backend
 from aiokafka_lite import errors as E
 from aiokafka_lite.net.config import ClientConfig
 from aiokafka_lite.net.connection import (
@@ -197,7 +198,7 @@ class Client:
             self._nodes[node_id] = _Node(
                 node_id, host, port, BrokerStats(self.config.metrics_latency_samples)
             )
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._owner: _backend.TaskOwner | None = None  # made at start(), for the running library
         self._topics: set[str] = set()
         self._coordinators: dict[tuple[CoordinatorType, str], int] = {}
         self._coord_pending: dict[tuple[CoordinatorType, str], asyncio.Future[int]] = {}
@@ -238,13 +239,23 @@ class Client:
         if self._started:
             return
         if self._start_lock is None:
-            self._start_lock = asyncio.Lock()
+            self._start_lock = _backend.lock()
         async with self._start_lock:
             if self._started:
                 return
-            self._refresh_wanted = asyncio.Event()
-            self._metadata_updated = asyncio.Event()
-            await self._refresh(set(self._topics), bootstrap=True)
+            if self._owner is None:
+                owner = _backend.current().owner("aiokafka_lite.client")
+                await owner.start()
+                self._owner = owner
+            self._refresh_wanted = _backend.event()
+            self._metadata_updated = _backend.event()
+            try:
+                await self._refresh(set(self._topics), bootstrap=True)
+            except BaseException:
+                if _backend.current() is not _backend.ASYNCIO:
+                    # trio: the task group entered above must be left by this task now.
+                    await self._close_owner()
+                raise
             self._started = True
             self._maintenance = self._spawn(self._maintain(), "metadata-maintenance")
             log.debug("client started; brokers %s", sorted(self._cluster.brokers))
@@ -266,13 +277,17 @@ class Client:
                 conns.append(conn)
                 node.lanes[lane].conn = None
                 conn.close(E.ClosedError("client closed"))
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        # trio: leaving the task group waits for its tasks even in a cancelled caller
+        # (they are cancelled with it), so no task outlives close().
+        await self._close_owner()
         for conn in conns:
             await conn.wait_closed()
         log.debug("client closed")
+
+    async def _close_owner(self) -> None:
+        owner, self._owner = self._owner, None
+        if owner is not None:
+            await owner.aclose()
 
     async def __aenter__(self) -> Client:
         await self.start()
@@ -293,28 +308,31 @@ class Client:
         if not self._started:
             await self.start()
 
-    def _spawn(self, coro: Awaitable[T], name: str) -> asyncio.Task[T]:
-        task: asyncio.Task[T] = asyncio.ensure_future(coro)
-        task.set_name(f"aiokafka_lite.client.{name}")
-        self._tasks.add(task)
-        task.add_done_callback(self._task_done)
+    def _spawn(self, coro: Coroutine[Any, Any, T], name: str) -> asyncio.Task[T]:
+        owner = self._owner
+        if owner is None or self._closed:
+            coro.close()
+            raise E.ClosedError("client is closed") if self._closed else E.IllegalStateError(
+                "client not started"
+            )
+        task: asyncio.Task[T] = owner.spawn(coro, name)
         return task
 
     async def _join(self, task: asyncio.Task[T]) -> T:
         """Await a task the client owns without letting the caller cancel it; a task
         cancelled by ``close()`` surfaces as ``ClosedError``, not as a stray cancellation."""
+        if _backend.current() is not _backend.ASYNCIO:
+            try:
+                return await task  # a TrioTask: awaiting it never cancels it
+            except _backend.FutureCancelledError:
+                raise E.ClosedError("client closed") from None
         try:
             return await asyncio.shield(task)
-        except asyncio.CancelledError:
+        except _backend.cancelled_exc():
             current = asyncio.current_task()
             if task.cancelled() and self._closed and (current is None or not current.cancelling()):
                 raise E.ClosedError("client closed") from None
             raise
-
-    def _task_done(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled():
-            task.exception()  # retrieved: errors are delivered to awaiters, never logged as lost
 
     # ------------------------------------------------------------------ observability
 
@@ -360,7 +378,7 @@ class Client:
             brokers[node_id] = snap
         return {
             "brokers": brokers,
-            "metadata_age_s": (asyncio.get_running_loop().time() - self._last_refresh)
+            "metadata_age_s": (_backend.loop().time() - self._last_refresh)
             if self._last_refresh
             else None,
             "topics_tracked": len(self._topics),
@@ -412,7 +430,7 @@ class Client:
         if self._closed or isinstance(exc, E.ClosedError):
             return
         # Unexpected disconnect: back off a little and re-check where things live.
-        node.backoff_until = asyncio.get_running_loop().time() + self._backoff(0)
+        node.backoff_until = _backend.loop().time() + self._backoff(0)
         for key, coordinator in list(self._coordinators.items()):
             if coordinator == conn.node_id:
                 del self._coordinators[key]
@@ -429,10 +447,10 @@ class Client:
         self._check_open()
         await self._ensure_started()
         timeout = (self.config.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
-        return await self._connection(node_id, asyncio.get_running_loop().time() + timeout, _lane(lane))
+        return await self._connection(node_id, _backend.loop().time() + timeout, _lane(lane))
 
     async def _connection(self, node_id: int, deadline: float, lane: Lane = Lane.DEFAULT) -> BrokerConnection:
-        loop = asyncio.get_running_loop()
+        loop = _backend.loop()
         node = self._nodes.get(node_id)
         if node is None:
             raise E.KafkaConnectionError(f"unknown broker node {node_id}")
@@ -449,7 +467,7 @@ class Client:
                         raise E.KafkaConnectionError(
                             f"node {node_id} ({node.host}:{node.port}) is in reconnect backoff for {wait * 1000:.0f} ms"
                         )
-                    await asyncio.sleep(wait)
+                    await _backend.sleep(wait)
                     continue  # someone else may have connected meanwhile
                 task = slot.connecting = self._spawn(
                     self._connect(node, lane, slot), f"connect-{node_id}-{lane.value}"
@@ -458,7 +476,7 @@ class Client:
             if remaining <= 0:
                 raise E.KafkaTimeoutError(f"connecting to node {node_id} timed out")
             try:
-                async with asyncio.timeout(remaining):
+                async with _backend.timeout(remaining):
                     return await self._join(task)
             except TimeoutError as e:
                 if isinstance(e, E.KafkaError):
@@ -466,7 +484,7 @@ class Client:
                 raise E.KafkaTimeoutError(f"connecting to node {node_id} timed out") from None
 
     async def _connect(self, node: _Node, lane: Lane, slot: _Slot) -> BrokerConnection:
-        loop = asyncio.get_running_loop()
+        loop = _backend.loop()
         conn = BrokerConnection(
             node.node_id,
             node.host,
@@ -476,10 +494,11 @@ class Client:
             stats=node.stats,
             on_close=self._on_conn_close,
             opener=self._opener,
+            owner=self._owner,
         )
         try:
             await conn.connect()
-        except asyncio.CancelledError:
+        except _backend.cancelled_exc():
             raise
         except Exception as exc:
             node.backoff_until = loop.time() + self._backoff(node.failures)
@@ -516,7 +535,7 @@ class Client:
         then known brokers not in backoff (reachable ones first), then bootstrap
         servers (re-bootstrap), then whichever node's backoff ends first.
         """
-        now = asyncio.get_running_loop().time()
+        now = _backend.loop().time()
         excluded = set(exclude)
         brokers = [n for n in self._nodes.values() if n.node_id not in excluded]
         if not brokers:
@@ -576,7 +595,7 @@ class Client:
             raise E.ClosedError("client is closed")
         if not self._started:
             await self.start()
-        loop = asyncio.get_running_loop()
+        loop = _backend.loop()
         timeout = (self.config.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
         deadline = loop.time() + timeout
         if node_id is None:
@@ -632,7 +651,7 @@ class Client:
         next attempt. Gives up with the last error once ``timeout_ms`` (default
         ``request_timeout_ms``) has elapsed; non-retriable errors propagate at once.
         """
-        loop = asyncio.get_running_loop()
+        loop = _backend.loop()
         deadline = loop.time() + (self.config.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
         attempt = 0
         while True:
@@ -649,11 +668,11 @@ class Client:
                     raise
                 self.retries += 1
                 log.debug("%s failed (attempt %d), retrying in %.0f ms: %s", what, attempt, delay * 1000, exc)
-                await asyncio.sleep(delay)
+                await _backend.sleep(delay)
                 if getattr(exc, "invalidates_metadata", False):
                     # Refresh before the next attempt, so it goes where the data now lives.
                     try:
-                        async with asyncio.timeout(max(deadline - loop.time(), 0.001)):
+                        async with _backend.timeout(max(deadline - loop.time(), 0.001)):
                             await self.refresh_metadata()
                     except (TimeoutError, E.KafkaError) as refresh_exc:
                         if isinstance(refresh_exc, E.KafkaError) and not refresh_exc.retriable:
@@ -714,7 +733,7 @@ class Client:
             return await self._join(task)
 
     async def _do_refresh(self, topics: set[str] | None, bootstrap: bool) -> ClusterMetadata:
-        loop = asyncio.get_running_loop()
+        loop = _backend.loop()
         deadline = loop.time() + self.config.request_timeout_ms / 1000
         self._last_refresh_attempt = loop.time()
         tried: set[int] = set()
@@ -754,7 +773,7 @@ class Client:
                     raise E.KafkaTimeoutError(
                         f"metadata refresh failed within request_timeout_ms: {describe_error(exc)}"
                     ) from last
-                await asyncio.sleep(delay)
+                await _backend.sleep(delay)
                 continue
             self._apply_metadata(resp, full=topics is None, via=conn)
             return self._cluster
@@ -803,16 +822,16 @@ class Client:
         ):
             log.debug("metadata: brokers %s, controller %s", sorted(new.brokers), new.controller_id)
         self._cluster = new
-        self._last_refresh = asyncio.get_running_loop().time()
+        self._last_refresh = _backend.loop().time()
         if self._metadata_updated is not None:
             self._metadata_updated.set()
-            self._metadata_updated = asyncio.Event()
+            self._metadata_updated = _backend.event()
 
     async def wait_for_topic(self, topic: str, timeout_ms: float) -> TopicInfo:
         """Metadata of ``topic`` once it exists with partitions; ``UnknownTopicOrPartitionError``
         after ``timeout_ms``; authorization and invalid-name errors at once."""
         self._check_open()
-        loop = asyncio.get_running_loop()
+        loop = _backend.loop()
         deadline = loop.time() + timeout_ms / 1000
         self._topics.add(topic)
         attempt = 0
@@ -829,11 +848,11 @@ class Client:
                     f"topic {topic!r} not available after {timeout_ms:.0f} ms"
                 )
             try:
-                async with asyncio.timeout(remaining):
+                async with _backend.timeout(remaining):
                     await self.refresh_metadata([topic])
                     info = self._cluster.topics.get(topic)
                     if info is None or not info.partitions:
-                        await asyncio.sleep(min(self._retry_backoff(attempt), max(deadline - loop.time(), 0)))
+                        await _backend.sleep(min(self._retry_backoff(attempt), max(deadline - loop.time(), 0)))
             except TimeoutError:
                 pass
             except E.KafkaError as exc:
@@ -844,7 +863,7 @@ class Client:
     async def leader_for(self, tp: TopicPartition, timeout_ms: float | None = None) -> tuple[int, int]:
         """(leader node id, leader epoch) of a partition, refreshing metadata until known."""
         self._check_open()
-        loop = asyncio.get_running_loop()
+        loop = _backend.loop()
         timeout = self.config.request_timeout_ms if timeout_ms is None else timeout_ms
         deadline = loop.time() + timeout / 1000
         self._topics.add(tp.topic)
@@ -864,9 +883,9 @@ class Client:
                     f"{tp.topic}-{tp.partition} not found after {timeout:.0f} ms"
                 )
             try:
-                async with asyncio.timeout(remaining):
+                async with _backend.timeout(remaining):
                     if attempt:
-                        await asyncio.sleep(self._retry_backoff(attempt - 1))
+                        await _backend.sleep(self._retry_backoff(attempt - 1))
                     await self.refresh_metadata([tp.topic])
             except TimeoutError:
                 pass
@@ -877,7 +896,7 @@ class Client:
 
     async def _maintain(self) -> None:
         """Background: periodic/triggered metadata refresh and idle-connection reaping."""
-        loop = asyncio.get_running_loop()
+        loop = _backend.loop()
         cfg = self.config
         idle_s = cfg.connections_max_idle_ms / 1000
         max_age = cfg.metadata_max_age_ms / 1000
@@ -892,7 +911,7 @@ class Client:
             timeout = max(min(next_refresh, next_idle) - now, 0.0)
             if not wanted.is_set() and timeout > 0:
                 try:
-                    async with asyncio.timeout(timeout):
+                    async with _backend.timeout(timeout):
                         await wanted.wait()
                 except TimeoutError:
                     pass
@@ -905,12 +924,12 @@ class Client:
                 if failures:
                     wait = max(wait, self._retry_backoff(failures - 1))
                 if wait > 0:
-                    await asyncio.sleep(wait)
+                    await _backend.sleep(wait)
                 wanted.clear()
                 try:
                     await self._refresh(set())
                     failures = 0
-                except asyncio.CancelledError:
+                except _backend.cancelled_exc():
                     raise
                 except Exception as exc:
                     failures += 1
@@ -944,7 +963,7 @@ class Client:
             return cached
         fut = self._coord_pending.get(ck)
         if fut is None:
-            fut = asyncio.get_running_loop().create_future()
+            fut = _backend.loop().create_future()
             self._coord_pending[ck] = fut
             kt = ck[0]
             task = self._coord_lookup.get(kt)
@@ -953,7 +972,7 @@ class Client:
                 self._coord_lookup[kt] = self._spawn(
                     self._lookup_coordinators(kt, timeout), f"find-coordinator-{kt.name}"
                 )
-        return await asyncio.shield(fut)
+        return await _backend.shield(fut)
 
     def invalidate_coordinator(self, key: str, key_type: CoordinatorType = CoordinatorType.GROUP) -> None:
         self._coordinators.pop((CoordinatorType(key_type), key), None)
@@ -972,8 +991,8 @@ class Client:
             raise
 
     async def _lookup_coordinators_loop(self, key_type: CoordinatorType, timeout_s: float) -> None:
-        loop = asyncio.get_running_loop()
-        await asyncio.sleep(0)  # let concurrent callers join this batch
+        loop = _backend.loop()
+        await _backend.sleep(0)  # let concurrent callers join this batch
         attempt = 0
         deadline = loop.time() + timeout_s
         while True:
@@ -1007,13 +1026,13 @@ class Client:
             if not retry:
                 # New keys may have arrived while we were busy: serve them in this task.
                 continue
-            await asyncio.sleep(self._retry_backoff(attempt))
+            await _backend.sleep(self._retry_backoff(attempt))
             attempt += 1
 
     async def _find_coordinators(
         self, key_type: CoordinatorType, keys: list[str], deadline: float
     ) -> dict[str, int | E.KafkaError]:
-        loop = asyncio.get_running_loop()
+        loop = _backend.loop()
         node_id, lane = self._pick(lanes=_ALL_LANES)
         conn = await self._connection(node_id, deadline, lane)
         version = conn.version_for(_FIND_COORDINATOR_KEY)
@@ -1044,7 +1063,7 @@ class Client:
             assert isinstance(resp, FindCoordinatorResponse)
             record(k, resp.error_code, resp.error_message, resp.node_id, resp.host, resp.port)
 
-        await asyncio.gather(*(one(k) for k in keys))
+        await _backend.gather(*(one(k) for k in keys))
         return out
 
     # ------------------------------------------------------------------ helpers for callers

@@ -32,6 +32,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
+from aiokafka_lite import _backend
 from aiokafka_lite import errors as E
 from aiokafka_lite.net.api_versions import CLIENT_API_VERSIONS
 from aiokafka_lite.net.config import ClientConfig
@@ -117,6 +118,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
         stats: BrokerStats | None = None,
         on_close: Callable[[BrokerConnection, BaseException | None], None] | None = None,
         opener: Opener | None = None,
+        owner: _backend.TaskOwner | None = None,
     ) -> None:
         self.node_id = node_id
         self.host = host
@@ -126,7 +128,12 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self.stats = stats if stats is not None else BrokerStats(config.metrics_latency_samples)
         self._on_close = on_close
         self._opener = opener
-        self._loop = asyncio.get_running_loop()
+        bk = _backend.current()
+        self._bk = bk
+        self._owner = owner
+        # asyncio: the running loop itself (its create_future/call_soon/time on the hot
+        # paths, unwrapped); trio: the backend, which offers the same three.
+        self._loop: Any = asyncio.get_running_loop() if bk is _backend.ASYNCIO else bk
         self._proto = ConnectionProtocol(
             config.client_id, config.max_response_size, peer=f"broker {host}:{port}"
         )
@@ -135,17 +142,17 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._close_exc: BaseException | None = None
         self._free_slots = config.max_in_flight_requests_per_connection
         self._slot_waiters: deque[asyncio.Future[None]] = deque()
-        self._can_write = asyncio.Event()
+        self._can_write = bk.event()
         self._can_write.set()
-        self._gate = asyncio.Event()  # cleared while re-authenticating
+        self._gate = bk.event()  # cleared while re-authenticating
         self._gate.set()
-        self._drained = asyncio.Event()  # set whenever nothing is in flight
+        self._drained = bk.event()  # set whenever nothing is in flight
         self._drained.set()
         self._throttled_until = 0.0
         self._wbuf: list[bytes] = []
         self._flush_scheduled = False
-        self._reauth_task: asyncio.Task[None] | None = None
-        self._closed_event = asyncio.Event()
+        self._reauth_task: Any = None
+        self._closed_event = bk.event()
         self.api_versions: dict[int, tuple[int, int]] = {}
         self.last_used = self._loop.time()
         self.session_lifetime_ms = 0
@@ -186,7 +193,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._state = "connecting"
         start = self._loop.time()
         try:
-            opener = self._opener or _open_tcp
+            opener = self._opener or (_open_tcp if self._bk is _backend.ASYNCIO else _open_stream)
             await opener(self)
             if self._transport is None:  # pragma: no cover - opener contract violation
                 raise E.KafkaConnectionError("opener did not establish a transport")
@@ -311,7 +318,11 @@ class BrokerConnection(asyncio.BufferedProtocol):
         if lifetime > 0:
             delay = lifetime / 1000 * random.uniform(0.85, 0.95)
             if self._reauth_task is None or self._reauth_task.done():
-                self._reauth_task = self._loop.create_task(self._reauthenticate_after(delay))
+                coro = self._reauthenticate_after(delay)
+                if self._owner is not None:
+                    self._reauth_task = self._owner.spawn(coro, f"reauth-{self.node_id}")
+                else:
+                    self._reauth_task = asyncio.get_running_loop().create_task(coro)
             else:
                 self._reauth_delay = delay
         log.debug(
@@ -325,16 +336,16 @@ class BrokerConnection(asyncio.BufferedProtocol):
         timeout = self.config.request_timeout_ms / 1000
         while True:
             self._reauth_delay = 0.0
-            await asyncio.sleep(delay)
+            await self._bk.sleep(delay)
             if self._state != "ready":
                 return
             self._gate.clear()  # hold new requests; let pipelined ones finish first
             try:
-                async with asyncio.timeout(timeout):
+                async with self._bk.timeout(timeout):
                     await self._drained.wait()
                 self.session_lifetime_ms = 0
                 await self._authenticate()
-            except asyncio.CancelledError:
+            except self._bk.cancelled_exc():
                 raise
             except BaseException as exc:
                 log.warning("re-authentication to node %s failed: %s", self.node_id, exc)
@@ -382,7 +393,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
         entry: InFlight | None = None
         holds_slot = False
         try:
-            async with asyncio.timeout(timeout_s):
+            async with self._bk.timeout(timeout_s):
                 if not internal and not self._gate.is_set():
                     await self._gate.wait()
                 if expect_response:
@@ -391,7 +402,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
                 if self._throttled_until and not internal:
                     delay = self._throttled_until - self._loop.time()
                     if delay > 0:
-                        await asyncio.sleep(delay)
+                        await self._bk.sleep(delay)
                 entry = self._write(request, version, expect_response)
                 holds_slot = False  # now released when the response is read (or the connection fails)
                 if not self._can_write.is_set():
@@ -489,8 +500,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
     # ------------------------------------------------------------------ asyncio.Protocol
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        self._transport = transport  # type: ignore[assignment]  # asyncio's, or _StreamTransport
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return self._proto.get_buffer(sizehint)
@@ -563,9 +573,21 @@ class BrokerConnection(asyncio.BufferedProtocol):
 
     async def wait_closed(self) -> None:
         task = self._reauth_task
-        if task is not None and not task.done() and task is not asyncio.current_task():
+        if task is not None and not task.done() and not self._in_task(task):
             task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+            try:
+                await task
+            except BaseException as exc:
+                if isinstance(exc, self._bk.cancelled_exc()) and not task.cancelled():
+                    raise  # the caller itself is cancelled
+        transport = self._transport
+        if transport is not None and hasattr(transport, "wait_closed"):
+            await transport.wait_closed()
+
+    def _in_task(self, task: Any) -> bool:
+        if self._bk is _backend.ASYNCIO:
+            return task is asyncio.current_task()
+        return bool(getattr(task, "running_here", lambda: False)())
 
     def _fail(self, exc: BaseException, *, notify: bool = True) -> None:
         if self._state == "closed":
@@ -614,7 +636,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._drained.set()
         self._closed_event.set()
         task = self._reauth_task
-        if task is not None and not task.done() and task is not asyncio.current_task():
+        if task is not None and not task.done() and not self._in_task(task):
             task.cancel()
         if was_ready:
             stats.disconnects += 1
@@ -709,3 +731,156 @@ def _plaintext_listener_error(conn: BrokerConnection, exc: BaseException) -> E.S
         f"closed the connection or answered without TLS; is this a plaintext listener? check "
         f"security_protocol (it is {conn.config.security_protocol!r}) and the port"
     )
+
+
+# ---------------------------------------------------------------------------- trio (anyio streams)
+
+_STREAM_READ_SIZE: Final = 256 * 1024
+_STREAM_HIGH_WATER: Final = 1024 * 1024
+
+
+async def _open_stream(conn: BrokerConnection) -> None:
+    """The trio opener: anyio's TCP (and TLS) streams, driven by one I/O task in the
+    owning client's task group that feeds the same protocol callbacks as asyncio's
+    transports (``data_received``, ``connection_lost``, ``pause_writing``)."""
+    import anyio
+    from anyio.streams.tls import TLSStream
+
+    cfg = conn.config
+    owner = conn._owner
+    if owner is None:
+        raise E.IllegalStateError("on trio a connection needs the task group of a started client")
+    ctx: ssl.SSLContext | None = None
+    if cfg.uses_ssl:
+        ctx = cfg.ssl_context or ssl.create_default_context()
+    timeout = cfg.socket_connection_setup_timeout_ms / 1000
+    stream: anyio.abc.ByteStream
+    try:
+        with anyio.fail_after(timeout):
+            stream = await anyio.connect_tcp(conn.host, conn.port)
+            if ctx is not None:
+                try:
+                    stream = await TLSStream.wrap(
+                        stream, hostname=conn.host, ssl_context=ctx, standard_compatible=False
+                    )
+                except BaseException:
+                    await anyio.aclose_forcefully(stream)
+                    raise
+    except ssl.SSLError as e:
+        if _tls_spoken_to_plaintext(e):
+            raise _plaintext_listener_error(conn, e) from e
+        raise E.KafkaConnectionError(
+            f"TLS handshake with {conn.host}:{conn.port} failed: {describe_error(e)}"
+        ) from e
+    except (anyio.BrokenResourceError, anyio.EndOfStream, *_HANDSHAKE_CUT) as e:
+        if ctx is None:
+            raise E.KafkaConnectionError(f"cannot connect to {conn.host}:{conn.port}: {describe_error(e)}") from e
+        raise _plaintext_listener_error(conn, e) from e
+    except TimeoutError as e:
+        step = "TCP connection and TLS handshake" if ctx is not None else "TCP connection"
+        raise E.KafkaConnectionError(
+            f"cannot connect to {conn.host}:{conn.port} ({step} not done within {timeout * 1000:.0f} ms)"
+        ) from e
+    except OSError as e:
+        raise E.KafkaConnectionError(f"cannot connect to {conn.host}:{conn.port} ({describe_error(e)})") from e
+    transport = _StreamTransport(stream, conn)
+    conn.connection_made(transport)  # type: ignore[arg-type]
+    owner.spawn(transport.run(), f"io-{conn.node_id}")
+
+
+class _StreamTransport:
+    """What ``BrokerConnection`` needs of a transport (``write``/``close``/``abort``),
+    on an anyio byte stream. ``write`` only queues: the writer sends everything queued
+    since its last wake-up in one ``send``, which corks frames as asyncio's path does."""
+
+    def __init__(self, stream: Any, conn: BrokerConnection) -> None:
+        import anyio
+
+        self._stream = stream
+        self._conn = conn
+        self._queue: list[bytes] = []
+        self._queued = 0
+        self._paused = False
+        self._closing = False
+        self._wake = _backend.TrioEvent()
+        self._scope = anyio.CancelScope()
+        self._done = anyio.Event()
+
+    def write(self, data: bytes) -> None:
+        if self._closing:
+            return
+        self._queue.append(data)
+        self._queued += len(data)
+        self._wake.set()
+        if not self._paused and self._queued > _STREAM_HIGH_WATER:
+            self._paused = True
+            self._conn.pause_writing()
+
+    def close(self) -> None:
+        # Closing fails every request in flight, so nothing queued is worth sending.
+        self.abort()
+
+    def abort(self) -> None:
+        self._closing = True
+        self._scope.cancel()
+
+    def is_closing(self) -> bool:
+        return self._closing
+
+    async def wait_closed(self) -> None:
+        await self._done.wait()
+
+    async def run(self) -> None:
+        import anyio
+
+        lost: BaseException | None = None
+        try:
+            with self._scope:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self._writer)
+                    lost = await self._reader()
+                    tg.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.aclose_forcefully(self._stream)
+            self._done.set()
+            if not self._closing:
+                self._closing = True
+                self._conn.connection_lost(lost if isinstance(lost, Exception) else None)
+
+    async def _reader(self) -> BaseException | None:
+        import anyio
+
+        stream = self._stream
+        conn = self._conn
+        try:
+            while True:
+                data = await stream.receive(_STREAM_READ_SIZE)
+                conn.data_received(data)
+        except anyio.EndOfStream:
+            return None
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError, ssl.SSLError) as e:
+            return e
+
+    async def _writer(self) -> None:
+        import anyio
+
+        stream = self._stream
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            queue = self._queue
+            if not queue:
+                continue
+            self._queue = []
+            self._queued = 0
+            try:
+                await stream.send(queue[0] if len(queue) == 1 else b"".join(queue))
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError, ssl.SSLError) as e:
+                self._closing = True
+                self._scope.cancel()
+                self._conn.connection_lost(e)
+                return
+            if self._paused and self._queued <= _STREAM_HIGH_WATER // 4:
+                self._paused = False
+                self._conn.resume_writing()
