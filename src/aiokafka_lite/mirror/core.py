@@ -628,19 +628,17 @@ class Mirror:
         producer = self._producer
         assert producer is not None
         mine = revoked & set(self._parts)
-        if mine and not self._abandoned:
-            try:
+        try:
+            if mine and not self._abandoned:
                 if self.exactly_once:
                     await self._commit_transaction()
                 else:
                     await producer.flush()
                     await self._commit_acknowledged(mine)
-            finally:
-                for tp in mine:
-                    del self._parts[tp]
-        for tp in mine:
-            self._parts.pop(tp, None)
-        self._forget_unused_targets()
+        finally:
+            for tp in mine:
+                del self._parts[tp]
+            self._forget_unused_targets()
 
     async def _on_lost(self, lost: set[TopicPartition]) -> None:
         """Ownership already gone: commit nothing for these (another instance may have them)."""
