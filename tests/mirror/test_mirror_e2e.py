@@ -21,8 +21,10 @@ from mirror_testlib import (
 )
 
 from aiokafka_lite import Admin, TopicPartition
+from aiokafka_lite import errors as E
 from aiokafka_lite.admin import ConfigResource, ConfigResourceType
 from aiokafka_lite.mirror import Mirror, target_partition
+from aiokafka_lite.wire.messages import TxnOffsetCommitRequest
 
 
 @contextlib.asynccontextmanager
@@ -249,3 +251,40 @@ async def test_cancelling_run_still_delivers_and_commits_what_was_read(clusters:
         assert await committed(source.bootstrap, "cancel-mirror", tps) == dict.fromkeys(tps, 30)
     records = await read_all(target.bootstrap, "cancel", 60)
     assert by_partition(records) == {p: [record_value("cancel", p, i) for i in range(30)] for p in range(2)}
+
+
+@pytest.mark.kafka_embedded
+async def test_exactly_once_a_failed_transaction_is_aborted_and_its_records_copied_again(
+    clusters: tuple[Any, Any],
+) -> None:
+    source, target = clusters
+    await create_topics(source.bootstrap, {"retry": 2})
+    await produce(source.bootstrap, "retry", 2, 25)
+    # The first position commit of a transaction fails (the target group "moved on"):
+    # the transaction becomes abortable.
+    target.inject_error(TxnOffsetCommitRequest, E.IllegalGenerationError.code, count=1)
+    mirror = Mirror(
+        source.bootstrap,
+        target.bootstrap,
+        include="retry",
+        group_id="retry-mirror",
+        exactly_once=True,
+        instance_id="r1",
+        commit_interval_ms=100,
+        source_options=FAST_SOURCE,
+    )
+    async with running(mirror):
+        committed_records = await read_all(target.bootstrap, "retry", 50, read_committed=True)
+        await wait_for(lambda: _all_positions_of(mirror, 2, 25), "every position committed")
+    all_records = await read_all(target.bootstrap, "retry", 50)
+    # Under read_committed every record once; the aborted first copy is in the log too.
+    assert by_partition(committed_records) == {
+        p: [record_value("retry", p, i) for i in range(25)] for p in range(2)
+    }
+    assert len(all_records) > 50
+    assert mirror.stats().records == 50
+
+
+async def _all_positions_of(mirror: Mirror, partitions: int, offset: int) -> bool:
+    parts = mirror.stats().partitions
+    return len(parts) == partitions and all(p.position == offset for p in parts.values())
