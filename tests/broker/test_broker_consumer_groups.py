@@ -840,3 +840,22 @@ async def test_classic_member_that_never_rejoins_is_removed_after_its_rebalance_
     d = await env.describe()
     assert [m.member_id for m in d.members] == [a.member_id]
     assert await b.heartbeat() == E.UnknownMemberIdError.code
+
+
+async def test_without_the_consumer_protocol_heartbeats_are_refused() -> None:
+    config = BrokerConfig(extra={"group.coordinator.rebalance.protocols": "classic"})
+    async with EmbeddedCluster(brokers=1, config=config, topics={"t": 1}) as cluster:
+        c = await _coordinator_client(cluster, "g")
+        resp = await c.request(
+            ConsumerGroupHeartbeatRequest(
+                group_id="g",
+                member_id="",
+                member_epoch=0,
+                rebalance_timeout_ms=30000,
+                subscribed_topic_names=["t"],
+                topic_partitions=[],
+            ),
+            0,
+        )
+        await c.close()
+    assert resp.error_code == E.UnsupportedVersionError.code

@@ -21,6 +21,7 @@ from aiokafka_lite.broker.groups.codes import (
     NONE,
     TXN_KEY,
     UNKNOWN_TOPIC_OR_PARTITION,
+    UNSUPPORTED_VERSION,
 )
 from aiokafka_lite.broker.groups.consumer import HeartbeatRequestData
 from aiokafka_lite.broker.groups.consumer_group import ConsumerGroup
@@ -81,6 +82,14 @@ class GroupRequestHandlers(OffsetCoordinator):
         registry.register(TxnOffsetCommitRequest.API_KEY, self.handle_txn_offset_commit, 0, 4)
         registry.register(ConsumerGroupHeartbeatRequest.API_KEY, self.handle_consumer_group_heartbeat, 0, 1)
         registry.register(ConsumerGroupDescribeRequest.API_KEY, self.handle_consumer_group_describe, 0, 1)
+
+    def rebalance_protocols(self) -> set[str]:
+        """``group.coordinator.rebalance.protocols``: without ``consumer``, Kafka answers
+        ConsumerGroupHeartbeat with UNSUPPORTED_VERSION."""
+        raw = str(
+            self.cluster.config.extra.get("group.coordinator.rebalance.protocols", "classic,consumer,streams")
+        )
+        return {p.strip().lower() for p in raw.split(",") if p.strip()}
 
     async def handle_find_coordinator(self, ctx: RequestContext, req: Request) -> Response:
         assert isinstance(req, FindCoordinatorRequest)
@@ -471,6 +480,10 @@ class GroupRequestHandlers(OffsetCoordinator):
     # -- consumer groups (KIP-848) ---------------------------------------------------------
     async def handle_consumer_group_heartbeat(self, ctx: RequestContext, req: Request) -> Response:
         assert isinstance(req, ConsumerGroupHeartbeatRequest)
+        if "consumer" not in self.rebalance_protocols():
+            return ConsumerGroupHeartbeatResponse(
+                error_code=UNSUPPORTED_VERSION, error_message="The consumer group protocol is disabled."
+            )
         err = self.coordinator_error(req.group_id, ctx.broker_id) if req.group_id else NONE
         if err:
             return ConsumerGroupHeartbeatResponse(error_code=err)
