@@ -1,185 +1,155 @@
-"""Spark read throughput of the ``aiokafka_lite`` data source, in records/s.
+"""Spark batch-read throughput: the ``aiokafka_lite`` data source against Spark's built-in
+Kafka connector, side by side in one run, on ``local[2]`` and on a standalone cluster
+(master + two one-core workers started with pyspark's spark-class).
 
-An embedded broker runs in its own process (``python -m aiokafka_lite.broker``) with a
-6-partition topic filled once (raw produce requests, ``--value-size`` byte values).
-Then, for each master (``local[1]``, ``local[2]``), a fresh Python process starts a
-SparkSession and runs a batch query over the whole topic that touches every record
-(``count(*)`` and ``sum(length(value))``): one warm-up run (JVM, Python workers),
-then ``--runs`` timed runs; the best is reported. The time covers planning (metadata,
-ListOffsets), the Spark tasks reading their ranges with our consumer, Arrow transfer to
-the JVM and the aggregation.
+A topic of ``--partitions`` (12) partitions is filled once with ``--records`` values of
+``--value-size`` (100) B. Per master and format: one warm-up query (JIT, Python workers),
+then ``--runs`` timed queries that touch every record (``count(*)``, ``sum(length(value))``);
+the best is reported, with ours/built-in as a ratio (>= 0.5x is the goal). Then, where
+the time goes on our side, measured in this process without Spark over one partition:
+fetch + decode (kafka_io.read_range) and the Arrow conversion of the decoded records;
+and the fixed cost of an empty query (planning, Python worker start-up).
 
-Run: /work/venv/bin/python bench/spark_read.py [--records 1000000] [--runs 2]
-     [--masters local[1],local[2]] [--max-records-per-partition N]
+Run: .venv/bin/python bench/spark_read.py [--records 10000000] [--bootstrap HOST:PORT]
+     [--masters local[2],standalone] [--runs 2]
+Without --bootstrap an embedded broker runs in a process of its own.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
-import subprocess
 import sys
 import time
 from typing import Any
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-TOPIC = "spark-bench"
-PARTITIONS = 6
-
-
-def start_broker() -> tuple[subprocess.Popen[str], str]:
-    args = [sys.executable, "-m", "aiokafka_lite.broker", "--port", "0", "--topic", f"{TOPIC}:{PARTITIONS}"]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    line = proc.stdout.readline().strip()
-    if not line.startswith("listening on "):
-        proc.kill()
-        raise SystemExit(f"broker did not start: {line!r}")
-    return proc, line.removeprefix("listening on ")
-
-
-async def produce(bootstrap: str, records: int, value_size: int, per_batch: int = 2000) -> None:
-    """Fill the topic evenly with raw ProduceRequests (fast, independent of the producer)."""
-    from aiokafka_lite.net import Client
-    from aiokafka_lite.wire.messages import ProduceRequest
-    from aiokafka_lite.wire.primitives import ZERO_UUID
-    from aiokafka_lite.wire.records import encode_batch
-
-    value = b"v" * value_size
-    async with Client(bootstrap, request_timeout_ms=120000) as client:
-        await client.wait_for_topic(TOPIC, 30000)
-        topic_id = client.cluster.topic_id(TOPIC) or ZERO_UUID
-        now = int(time.time() * 1000)
-        sem = asyncio.Semaphore(8)
-
-        async def send(partition: int, n: int) -> None:
-            batch = encode_batch([(now, b"key", value, ()) for _ in range(n)])
-            req = ProduceRequest(
-                acks=1,
-                timeout_ms=60000,
-                topic_data=[
-                    ProduceRequest.TopicProduceData(
-                        name=TOPIC,
-                        topic_id=topic_id,
-                        partition_data=[ProduceRequest.PartitionProduceData(index=partition, records=batch)],
-                    )
-                ],
-            )
-            async with sem:
-                resp: Any = await client.send(req, node_id=1)
-            assert resp.responses[0].partition_responses[0].error_code == 0
-
-        jobs = []
-        remaining = records
-        i = 0
-        while remaining > 0:
-            n = min(per_batch, remaining)
-            jobs.append(send(i % PARTITIONS, n))
-            remaining -= n
-            i += 1
-        await asyncio.gather(*jobs)
+from spark_common import (
+    BUILTIN,
+    OURS,
+    best,
+    cluster_conf,
+    create_topic,
+    delete_topics,
+    fill,
+    print_table,
+    session,
+    start_embedded_broker,
+)
 
 
-def child(args: argparse.Namespace) -> None:
-    """One master: warm up, then time ``--runs`` full reads; prints a JSON line."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    from aiokafka_lite.spark import register
-
-    spark = (
-        SparkSession.builder.master(args.master)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.memory", "2g")
-        .config("spark.python.worker.reuse", "true")
-        .getOrCreate()
+def read_query(spark: Any, fmt: str, bootstrap: str, topic: str, records: int, value_size: int) -> None:
+    df = (
+        spark.read.format(fmt)
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .option("endingOffsets", "latest")
+        .load()
     )
-    spark.sparkContext.setLogLevel("ERROR")
-    register(spark)
+    row = df.selectExpr("count(*) AS n", "sum(length(value)) AS bytes").collect()[0]
+    assert int(row.n) == records and int(row.bytes) == records * value_size, (fmt, row)
 
-    def query() -> tuple[int, int, int]:
-        r = (
-            spark.read.format("aiokafka_lite")
-            .option("bootstrap.servers", args.bootstrap)
-            .option("subscribe", TOPIC)
-        )
-        if args.max_records_per_partition:
-            r = r.option("maxRecordsPerPartition", str(args.max_records_per_partition))
-        df = r.load()
-        row = df.selectExpr("count(*) AS n", "sum(length(value)) AS bytes").collect()[0]
-        return int(row.n), int(row.bytes), df.rdd.getNumPartitions()
 
-    query()  # warm-up: JVM JIT, Python worker start, imports
-    times = []
-    parts = 0
-    for _ in range(args.runs):
-        start = time.perf_counter()
-        n, size, parts = query()
-        times.append(time.perf_counter() - start)
-        assert n == args.records, (n, args.records)
-        assert size == args.records * args.value_size
-    spark.stop()
-    print(
-        json.dumps({"master": args.master, "best_s": min(times), "times": times, "spark_partitions": parts})
+def empty_query(spark: Any, fmt: str, bootstrap: str, topic: str, partitions: int) -> None:
+    df = (
+        spark.read.format(fmt)
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")  # the built-in forbids "latest" in batch
+        .option("endingOffsets", json.dumps({topic: {str(p): 0 for p in range(partitions)}}))
+        .load()
     )
+    assert df.count() == 0
+
+
+def breakdown(bootstrap: str, topic: str, per_partition: int) -> dict[str, float]:
+    """Our per-record costs over partition 0, in this process: fetch+decode, Arrow."""
+    from aiokafka_lite.spark import kafka_io
+    from aiokafka_lite.spark.datasource import _arrow_schema, _schema_struct, _to_arrow
+    from aiokafka_lite.spark.offsets import OffsetRange
+    from aiokafka_lite.spark.options import parse_source_options
+
+    opts = parse_source_options({"bootstrap.servers": bootstrap, "subscribe": topic}, streaming=False)
+    rng = OffsetRange(topic, 0, 0, per_partition)
+    pa_schema = _arrow_schema(_schema_struct())
+    start = time.perf_counter()
+    chunks = list(kafka_io.read_range(opts, rng))
+    fetch_decode = time.perf_counter() - start
+    start = time.perf_counter()
+    for recs in chunks:
+        _to_arrow(recs, pa_schema)
+    arrow = time.perf_counter() - start
+    n = sum(len(c) for c in chunks)
+    return {"records": n, "fetch_decode_us": fetch_decode / n * 1e6, "arrow_us": arrow / n * 1e6}
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--records", type=int, default=1_000_000)
+    p.add_argument("--records", type=int, default=10_000_000)
     p.add_argument("--value-size", type=int, default=100)
+    p.add_argument("--partitions", type=int, default=12)
     p.add_argument("--runs", type=int, default=2)
-    p.add_argument("--masters", default="local[1],local[2]")
-    p.add_argument("--max-records-per-partition", type=int, default=0)
-    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--master", default="local[2]", help=argparse.SUPPRESS)
-    p.add_argument("--bootstrap", default="", help=argparse.SUPPRESS)
+    p.add_argument("--masters", default="local[2],standalone")
+    p.add_argument("--bootstrap", default="")
     args = p.parse_args()
-    if args.child:
-        child(args)
-        return
-    proc, bootstrap = start_broker()
+    os.environ.pop("PYSPARK_PYTHON", None)
+    broker = None
+    bootstrap = args.bootstrap
+    if not bootstrap:
+        broker, bootstrap = start_embedded_broker()
+    topic = create_topic(bootstrap, f"spark-read-bench-{os.getpid()}", args.partitions)
+    rows: list[tuple[str, str, float, int]] = []
+    fixed: dict[str, float] = {}
     try:
-        start = time.perf_counter()
-        asyncio.run(produce(bootstrap, args.records, args.value_size))
-        print(
-            f"produced {args.records} records of {args.value_size} B in {time.perf_counter() - start:.1f} s"
-        )
-        print(f"{'master':<10} {'partitions':>10} {'best s':>8} {'records/s':>12}")
+        took = fill(bootstrap, topic, args.partitions, args.records, args.value_size)
+        print(f"filled {topic}: {args.records:,} records of {args.value_size} B in {took:.1f} s")
         for master in args.masters.split(","):
-            cmd = [
-                sys.executable,
-                __file__,
-                "--child",
-                "--master",
-                master,
-                "--bootstrap",
-                bootstrap,
-                "--records",
-                str(args.records),
-                "--value-size",
-                str(args.value_size),
-                "--runs",
-                str(args.runs),
-                "--max-records-per-partition",
-                str(args.max_records_per_partition),
-            ]
-            out = subprocess.run(cmd, capture_output=True, text=True, check=False)
-            lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
-            if out.returncode != 0 or not lines:
-                print(out.stdout[-2000:], out.stderr[-4000:], file=sys.stderr)
-                raise SystemExit(f"{master}: child failed")
-            res = json.loads(lines[-1])
-            rate = args.records / res["best_s"]
-            print(f"{master:<10} {res['spark_partitions']:>10} {res['best_s']:>8.2f} {rate:>12,.0f}")
+            cluster = None
+            if master == "standalone":
+                from aiokafka_lite.spark.standalone import StandaloneCluster
+
+                cluster = StandaloneCluster(workers=2, cores=1, memory="1500m").start()
+                spark = session(cluster.master_url, cluster_conf())
+            else:
+                spark = session(master)
+            try:
+                for fmt in (BUILTIN, OURS):
+                    read_query(spark, fmt, bootstrap, topic, args.records, args.value_size)  # warm-up
+                    secs, times = best(
+                        lambda fmt=fmt, spark=spark: read_query(
+                            spark, fmt, bootstrap, topic, args.records, args.value_size
+                        ),
+                        args.runs,
+                    )
+                    rows.append((master, fmt, secs, args.records))
+                    print(f"  {master} {fmt}: {', '.join(f'{t:.2f}' for t in times)} s", flush=True)
+                    fixed[f"{master} {fmt}"], _ = best(
+                        lambda fmt=fmt, spark=spark: empty_query(
+                            spark, fmt, bootstrap, topic, args.partitions
+                        ),
+                        2,
+                    )
+            finally:
+                if cluster is not None:
+                    session("local[1]").stop()
+                    cluster.stop()
+        print_table(rows)
+        print("\nempty query (planning + task/worker start-up), best of 2:")
+        for k, v in fixed.items():
+            print(f"  {k:<28} {v:.2f} s")
+        b = breakdown(bootstrap, topic, min(args.records // args.partitions, 500_000))
+        print(
+            f"\nours, per record, one partition in this process ({b['records']:,.0f} records): "
+            f"fetch+decode {b['fetch_decode_us']:.2f} us, Arrow conversion {b['arrow_us']:.2f} us"
+        )
     finally:
-        proc.terminate()
-        proc.wait(10)
+        delete_topics(bootstrap, [topic])
+        if broker is not None:
+            broker.terminate()
+            broker.wait(10)
 
 
 if __name__ == "__main__":

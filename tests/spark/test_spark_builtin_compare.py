@@ -60,6 +60,7 @@ def _json(topic: str, offsets: dict[int, int]) -> str:
         "timestamps",
         "timestamps-by-partition",
         "max-records-per-partition",
+        "nothing-to-read",
     ],
 )
 def test_batch_read_same_rows(spark: Any, kafka_bootstrap: str, case: str) -> None:
@@ -82,10 +83,14 @@ def test_batch_read_same_rows(spark: Any, kafka_bootstrap: str, case: str) -> No
         options["startingOffsetsByTimestamp"] = _json(topic, start)
     elif case == "max-records-per-partition":
         options["maxRecordsPerPartition"] = "4"
+    elif case == "nothing-to-read":
+        options["endingOffsets"] = _json(topic, {0: 0, 1: 0, 2: 0})
     ours, builtin = batch_rows_both(spark, kafka_bootstrap, **options)
     assert ours == builtin
-    assert ours, "the case must read something"
-    assert {r[2] for r in ours} == {topic}
+    if case == "nothing-to-read":
+        assert ours == []
+    else:
+        assert {r[2] for r in ours} == {topic}
 
 
 def test_streaming_same_rows_per_trigger_limit(spark: Any, kafka_bootstrap: str, tmp_path: Path) -> None:

@@ -157,6 +157,10 @@ def _to_tuples(recs: list[Record]) -> Iterator[tuple[Any, ...]]:
 
 def _read(opts: SourceOptions, partition: InputPartition, schema: StructType) -> Iterator[Any]:
     r = partition.value
+    if r is None:
+        # partitions() planned no range (nothing to read): Spark still runs one task with
+        # an empty InputPartition.
+        return
     if not isinstance(r, OffsetRange):
         raise ConfigError(f"unexpected input partition {partition!r}")
     pa_schema = _arrow_schema(schema)
