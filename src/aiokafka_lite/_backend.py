@@ -385,6 +385,15 @@ class TrioBackend:
 
         return trio.Cancelled
 
+    def call_exception_handler(self, context: dict[str, Any]) -> None:
+        """What asyncio's loop does with an error raised in a callback: log it."""
+        import logging
+
+        exc = context.get("exception")
+        logging.getLogger("aiokafka_lite").error(
+            "%s", context.get("message", "error in a callback"), exc_info=exc if exc is not None else None
+        )
+
     def owner(self, name: str) -> TrioTaskOwner:
         return TrioTaskOwner(name)
 
@@ -462,6 +471,7 @@ class Loop(Protocol):
 
     def time(self) -> float: ...
     def create_future(self) -> Any: ...
+    def call_soon(self, callback: Callable[..., object], *args: Any) -> Any: ...
 
 
 def loop() -> Loop:

@@ -26,6 +26,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol
 
+from aiokafka_lite import _backend
 from aiokafka_lite.errors import KafkaTimeoutError, ProducerClosedError
 from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.compression import Compression
@@ -108,11 +109,11 @@ class BufferPool:
             raise ValueError(f"cannot reserve {size} bytes out of a {self.total}-byte buffer")
         if self.try_allocate(size):
             return
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        fut: asyncio.Future[None] = _backend.loop().create_future()
         entry = (size, fut)
         self._waiters.append(entry)
         try:
-            async with asyncio.timeout(timeout_ms / 1000):
+            async with _backend.timeout(timeout_ms / 1000):
                 await fut
         except TimeoutError:
             if fut.done() and not fut.cancelled() and fut.exception() is None:

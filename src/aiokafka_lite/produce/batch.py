@@ -21,6 +21,7 @@ import contextvars
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple, overload
 
+from aiokafka_lite import _backend
 from aiokafka_lite.errors import IllegalStateError, KafkaError
 from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.records import BatchBuilder
@@ -266,8 +267,10 @@ class ProducerBatch:
         """The loop this batch's record handles belong to: the running one, on first use."""
         loop = self._loop
         if loop is None:
-            loop = self._loop = asyncio.get_running_loop()
-        return loop
+            # asyncio's loop; on trio the backend, which has call_soon and
+            # call_exception_handler too.
+            loop = self._loop = _backend.loop()  # type: ignore[assignment]
+        return loop  # type: ignore[return-value]
 
     def _schedule(
         self, fn: Callable[[RecordFuture], object], handle: RecordFuture, context: contextvars.Context
@@ -312,7 +315,7 @@ class ProducerBatch:
 
         One per waiting caller, so cancelling one waiter never disturbs the others.
         """
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        fut: asyncio.Future[None] = _backend.loop().create_future()
         if self.is_done:
             fut.set_result(None)
         elif self._waiters is None:
@@ -451,6 +454,9 @@ class SendWakeup:
 
     def __await__(self) -> Generator[Any, None, None]:
         if not self.done():
+            if asyncio._get_running_loop() is None:  # trio: no Task to hand this to
+                yield from _wait_trio(self).__await__()
+                return
             self._asyncio_future_blocking = True
             yield self
         self.result()
@@ -630,6 +636,9 @@ class RecordFuture:
 
     def __await__(self) -> Generator[Any, None, RecordMetadata]:
         if not (self._batch.is_done or self._cancelled):
+            if asyncio._get_running_loop() is None:  # trio: no Task to hand this to
+                yield from _wait_trio(self).__await__()
+                return self.result()
             self._asyncio_future_blocking = True
             yield self  # the Task waits for it (add_done_callback), as for asyncio futures
             if not self.done():
@@ -647,6 +656,26 @@ class RecordFuture:
         else:
             state = "failed" if self.exception() is not None else "done"
         return f"<RecordFuture {batch.tp.topic}-{batch.tp.partition} #{self._index} {state}>"
+
+
+async def _wait_trio(handle: RecordFuture | SendWakeup) -> None:
+    """Await a record handle (or a send's wake-up) from a trio task: its done-callback
+    resolves a trio-side future; a cancelled caller just stops listening."""
+    fut: _backend.TrioFuture[None] = _backend.TrioFuture()
+
+    def resolve(_h: object) -> None:
+        if not fut.done():
+            fut.set_result(None)
+
+    if isinstance(handle, SendWakeup):
+        handle._batch.add_done_callback(resolve)  # one waiter per send: no Task protocol here
+    else:
+        handle.add_done_callback(resolve)
+    try:
+        await fut
+    finally:
+        if not isinstance(handle, SendWakeup):
+            handle.remove_done_callback(resolve)
 
 
 class BatchResult(Sequence[RecordMetadata]):

@@ -33,6 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Final
 
+from aiokafka_lite import _backend
 from aiokafka_lite import errors as E
 from aiokafka_lite.health import Health, build_health
 from aiokafka_lite.net import Client, ClientConfig
@@ -229,6 +230,9 @@ class Producer:
             raise E.ProducerClosedError("producer is closed")
         if self._started:
             return
+        if asyncio._get_running_loop() is None:
+            await self._start_structured()
+            return
         if self._start_task is None:
             self._start_task = asyncio.get_running_loop().create_task(self._start())
         try:
@@ -293,7 +297,7 @@ class Producer:
         acc.flushing += 1
         self._sender.wake()
         try:
-            async with asyncio.timeout(timeout):
+            async with _backend.timeout(timeout):
                 for batch in batches:
                     if not batch.is_done:
                         await batch.waiter()
@@ -325,7 +329,7 @@ class Producer:
         batches = distinct_batches(handles)
         if not all(b.is_done for b in batches):
             try:
-                async with asyncio.timeout(timeout):
+                async with _backend.timeout(timeout):
                     for batch in batches:
                         if not batch.is_done:
                             await batch.waiter()
@@ -344,9 +348,37 @@ class Producer:
         ``timeout`` seconds; without one, delivery_timeout_ms bounds it since every record
         expires by then), fail whatever is left with ``ProducerClosedError``, stop the
         sender and close the client if the producer created it. Idempotent."""
+        if asyncio._get_running_loop() is None:
+            await self._close_structured(timeout, flush)
+            return
         if self._close_task is None:
             self._close_task = asyncio.get_running_loop().create_task(self._close(timeout, flush))
         await asyncio.shield(self._close_task)
+
+    # trio: no task outside a task group, so start and close run in the caller (the one
+    # that opened ``async with``); concurrent calls wait for the first one.
+    _lifecycle_lock: Any = None
+    _closed_event: Any = None
+
+    async def _start_structured(self) -> None:
+        if self._lifecycle_lock is None:
+            self._lifecycle_lock = _backend.lock()
+        async with self._lifecycle_lock:
+            if self._started:
+                return
+            if self._closed:
+                raise E.ProducerClosedError("producer is closed")
+            await self._start()
+
+    async def _close_structured(self, timeout: float | None, flush: bool) -> None:  # noqa: ASYNC109
+        if self._closed_event is not None:
+            await self._closed_event.wait()
+            return
+        self._closed_event = _backend.event()
+        try:
+            await self._close(timeout, flush)
+        finally:
+            self._closed_event.set()
 
     async def abort(self) -> None:
         """Close without flushing: buffered and in-flight records fail with ``ProducerClosedError``."""
@@ -383,7 +415,7 @@ class Producer:
                 acc.closing = True
                 self._sender.wake()
                 try:
-                    async with asyncio.timeout(timeout):
+                    async with _backend.timeout(timeout):
                         while acc.incomplete:
                             batch = next(iter(acc.incomplete))
                             await batch.waiter()
@@ -646,7 +678,7 @@ class Producer:
     ) -> tuple[ProducerBatch, int]:
         """Wait (up to max_block_ms overall) for topic metadata and buffer memory."""
         key, value, size, ts = prepared
-        loop = asyncio.get_running_loop()
+        loop = _backend.loop()
         deadline = loop.time() + self.config.max_block_ms / 1000
         state = await self._state_for(topic, partition, deadline)
         reserved = 0
@@ -674,7 +706,7 @@ class Producer:
             await self._pool.allocate(reserved, max(remaining, 0.0))
 
     async def _wait_for_topic(self, topic: str, partition: int | None, deadline: float) -> TopicState:
-        loop = asyncio.get_running_loop()
+        loop = _backend.loop()
         while True:
             remaining = (deadline - loop.time()) * 1000
             info = await self._client.wait_for_topic(topic, max(remaining, 0.0))
@@ -686,7 +718,7 @@ class Producer:
                     f"partition {partition} of topic {topic!r} (with {state.partition_count} partitions) "
                     f"not present in metadata after {self.config.max_block_ms:g} ms"
                 )
-            await asyncio.sleep(min(self.config.retry_backoff_ms / 1000, max(deadline - loop.time(), 0)))
+            await _backend.sleep(min(self.config.retry_backoff_ms / 1000, max(deadline - loop.time(), 0)))
             try:
                 await self._client.refresh_metadata([topic])
             except E.KafkaError as exc:
@@ -769,7 +801,7 @@ class Producer:
             # when buffer memory runs out (a caller looping over enqueue never suspends).
             # Not after every batch: requests carrying several batches are cheaper.
             self._full_since_yield = 0
-            await asyncio.sleep(0)
+            await _backend.sleep(0)
         return RecordFuture(batch, index)
 
     async def send(
@@ -829,7 +861,7 @@ class Producer:
         ):
             await self._enqueue_each(topic, values, keys, headers, partition, timestamp_ms, result)
             return result
-        loop = asyncio.get_running_loop()
+        loop = _backend.loop()
         state = self._topics.topics.get(topic)
         if (
             state is None

@@ -16,9 +16,10 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import Callable
-from typing import Final
+from collections.abc import Callable, Coroutine
+from typing import Any, Final
 
+from aiokafka_lite import _backend
 from aiokafka_lite import errors as E
 from aiokafka_lite.net import Client
 from aiokafka_lite.net.client import error_type_name
@@ -120,7 +121,20 @@ class Sender:
     # -- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="aiokafka_lite.producer.sender")
+        self._task = self._spawn(self._run(), "aiokafka_lite.producer.sender")
+
+    def _spawn(self, coro: Coroutine[Any, Any, None], name: str | None = None) -> asyncio.Task[None]:
+        """asyncio: a plain task, cancelled and awaited by ``stop()``; trio: a task in the
+        client's task group (the client outlives the sender: the producer closes it last)."""
+        running = asyncio._get_running_loop()
+        if running is not None:
+            return running.create_task(coro, name=name)
+        owner = self._client._owner
+        if owner is None:
+            coro.close()
+            raise E.ClosedError("the producer's client is closed")
+        task: asyncio.Task[None] = owner.spawn(coro, name or "producer-request")
+        return task
 
     def kick(self) -> None:
         """Linger 0: send what is ready at the end of this event-loop round, from a plain
@@ -129,7 +143,7 @@ class Sender:
         if self._kick_pending:
             return
         self._kick_pending = True
-        asyncio.get_running_loop().call_soon(self._kick_now)
+        _backend.loop().call_soon(self._kick_now)
 
     def _kick_now(self) -> None:
         """One sending pass in a callback (everything in it is synchronous). The sender
@@ -177,7 +191,7 @@ class Sender:
             tasks.append(self._task)
         for task in tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await _backend.gather(*tasks, return_exceptions=True)
         self._requests.clear()
 
     @property
@@ -198,9 +212,12 @@ class Sender:
     async def _sleep(self, delay_ms: float) -> None:
         if self._woken:
             self._woken = False
-            await asyncio.sleep(0)
+            await _backend.sleep(0)
             return
-        loop = asyncio.get_running_loop()
+        loop = asyncio._get_running_loop()
+        if loop is None:
+            await self._sleep_trio(delay_ms)
+            return
         fut = self._wake_fut = loop.create_future()
         handle = None
         self._sleep_until = _now_ms() + delay_ms
@@ -214,6 +231,19 @@ class Sender:
             self._sleep_until = 0.0
             if handle is not None:
                 handle.cancel()
+
+    async def _sleep_trio(self, delay_ms: float) -> None:
+        import anyio
+
+        fut = self._wake_fut = _backend.loop().create_future()
+        self._sleep_until = _now_ms() + delay_ms
+        try:
+            with anyio.move_on_after(math.inf if delay_ms == math.inf else max(delay_ms, 0.0) / 1000.0):
+                await fut
+        finally:
+            self._wake_fut = None
+            self._woken = False
+            self._sleep_until = 0.0
 
     def _run_once(self, now: float) -> float:
         """One pass; returns how long to sleep (ms) unless woken earlier."""
@@ -231,7 +261,7 @@ class Sender:
                 if self._pid_task is None:
                     wait = self._pid_retry_at - now
                     if wait <= 0:
-                        self._pid_task = asyncio.get_running_loop().create_task(self._init_producer_id())
+                        self._pid_task = self._spawn(self._init_producer_id(), "init-producer-id")
                     else:
                         delay = wait
         if isinstance(idem, TransactionManager) and idem.abort_error is not None:
@@ -322,7 +352,7 @@ class Sender:
             assert isinstance(resp, InitProducerIdResponse)
             if resp.error_code:
                 raise E.error_for(resp.error_code, "InitProducerId")
-        except asyncio.CancelledError:
+        except _backend.cancelled_exc():
             raise
         except E.KafkaError as exc:
             if exc.retriable or isinstance(exc, E.CoordinatorError):
@@ -379,7 +409,7 @@ class Sender:
                 version = min(version, self._client.api_version(node, ProduceRequest.API_KEY))
             except KeyError:  # not connected yet: let the client negotiate (names still work <= 12)
                 version = None
-        task = asyncio.get_running_loop().create_task(self._produce(node, req, batches, version))
+        task = self._spawn(self._produce(node, req, batches, version))
         self._requests.add(task)
         task.add_done_callback(self._requests.discard)
 
@@ -395,7 +425,7 @@ class Sender:
                     timeout_ms=self._cfg.request_timeout_ms,
                     expect_response=self._acks != 0,
                 )
-            except asyncio.CancelledError:
+            except _backend.cancelled_exc():
                 raise
             except (E.KafkaConnectionError, E.KafkaTimeoutError) as exc:
                 code = _REQUEST_TIMED_OUT if isinstance(exc, E.KafkaTimeoutError) else _NETWORK_EXCEPTION
