@@ -1,7 +1,7 @@
 """A background-job service on a Kafka share group: N workers, retries and a dead-letter topic.
 
     python examples/job_queue.py                       # embedded broker, in this process
-    python examples/job_queue.py --bootstrap HOST:PORT # any Kafka 4.x with share groups on
+    python examples/job_queue.py --bootstrap HOST:PORT # Kafka 4.2+ (share groups are GA there)
     python examples/job_queue.py --workers 5 --jobs 500
 
 Jobs go to a 2-partition topic. Several workers (share-group members, here tasks of one
