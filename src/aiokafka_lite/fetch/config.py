@@ -149,7 +149,7 @@ class ConsumerConfig(Options):
                 if value != default:
                     raise ConfigError(
                         f"{name} cannot be set with group_protocol='consumer': the broker sets it for the "
-                        f"whole group ({broker_config}, or the group config of that name)"
+                        f"whole group ({broker_config}, or the group config {broker_config.removeprefix('group.')})"
                     )
             if tuple(self.partition_assignment_strategy or ()) != ("cooperative-sticky",):
                 raise ConfigError(

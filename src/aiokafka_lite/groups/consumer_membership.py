@@ -234,7 +234,7 @@ class ConsumerGroupSettings:
             if value is not None and value != default:
                 raise ConfigError(
                     f"{name} cannot be set with group_protocol='consumer': the broker sets it for the "
-                    f"whole group ({broker_config}, or the group config of that name)"
+                    f"whole group ({broker_config}, or the group config {broker_config.removeprefix('group.')})"
                 )
         strategy = getattr(config, "partition_assignment_strategy", ("cooperative-sticky",))
         if tuple(strategy or ()) != ("cooperative-sticky",):
