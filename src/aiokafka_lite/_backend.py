@@ -488,12 +488,23 @@ def timeout(seconds: float | None) -> AbstractAsyncContextManager[Any]:
     return current().timeout(seconds)
 
 
+def _current_or_asyncio() -> Backend:
+    # asyncio's Event and Lock may be made before any loop runs (a shell built outside
+    # async code); trio's are made for the trio run they are used in.
+    if asyncio._get_running_loop() is None and "trio" not in sys.modules:
+        return ASYNCIO
+    try:
+        return current()
+    except RuntimeError:
+        return ASYNCIO
+
+
 def event() -> Any:
-    return current().event()
+    return _current_or_asyncio().event()
 
 
 def lock() -> Any:
-    return current().lock()
+    return _current_or_asyncio().lock()
 
 
 def cancelled_exc() -> type[BaseException]:

@@ -28,6 +28,7 @@ import re
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from aiokafka_lite import _backend
 from aiokafka_lite import errors as E
 from aiokafka_lite.health import Health, build_health
 from aiokafka_lite.net import Client, ClientConfig, ClusterMetadata
@@ -223,6 +224,8 @@ class Consumer:
             await self.close()
             raise
 
+    _closed_structured: Any = None  # trio: set once the first close() is done
+
     async def close(self) -> None:
         """Leave the group (committing first with auto-commit), stop fetching, close our client.
 
@@ -230,6 +233,18 @@ class Consumer:
         """
         if _otel.enabled:
             _otel.end_iteration(self)  # the last record's process span
+        if asyncio._get_running_loop() is None:
+            # trio: no task outside a task group; the first close runs in its caller.
+            done = self._closed_structured
+            if done is None:
+                done = self._closed_structured = _backend.event()
+                try:
+                    await self._close()
+                finally:
+                    done.set()
+            else:
+                await done.wait()
+            return
         if self._close_task is None:
             self._close_task = asyncio.ensure_future(self._close())
         await asyncio.shield(self._close_task)
@@ -241,7 +256,7 @@ class Consumer:
             self._fetcher.data_ready.set()
         if self._pattern_task is not None:
             self._pattern_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            with contextlib.suppress(asyncio.CancelledError, _backend.FutureCancelledError):
                 await self._pattern_task
         try:
             if self._coordinator is not None:
@@ -344,6 +359,11 @@ class Consumer:
         if self._sub.subscription_type is not SubscriptionType.PATTERN:
             return
         if self._pattern_task is None or self._pattern_task.done():
+            if asyncio._get_running_loop() is None:
+                owner = self._client._owner
+                if owner is not None:
+                    self._pattern_task = owner.spawn(self._pattern_refresh(), "consumer.pattern-refresh")
+                return
             self._pattern_task = asyncio.ensure_future(self._pattern_refresh())
             self._pattern_task.set_name("aiokafka_lite.consumer.pattern-refresh")
 
@@ -351,7 +371,7 @@ class Consumer:
         """Pattern subscriptions need the full topic list, which routine refreshes do not fetch."""
         interval = self._client.config.metadata_max_age_ms / 1000
         while self._sub.subscription_type is SubscriptionType.PATTERN:
-            await asyncio.sleep(interval)
+            await _backend.sleep(interval)
             try:
                 await self._client.refresh_metadata(all_topics=True)
             except E.KafkaError as exc:
@@ -765,7 +785,7 @@ class Consumer:
             raise ValueError("max_records must be >= 1")
         only = set(partitions) if partitions else None
         self._park_chunk()
-        loop = asyncio.get_running_loop()
+        loop = _backend.loop()
         deadline = loop.time() + timeout_ms / 1000
         ready = fetcher.data_ready
         coordinator = self._coordinator
@@ -808,7 +828,7 @@ class Consumer:
             if remaining <= 0:
                 return {}
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(remaining):
+                async with _backend.timeout(remaining):
                     await ready.wait()
 
     # ------------------------------------------------------------------ misc

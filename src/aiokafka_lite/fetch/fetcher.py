@@ -24,9 +24,10 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from aiokafka_lite import _backend
 from aiokafka_lite import errors as E
 from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.messages.fetch_request import FetchRequest
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 __all__ = ["Fetcher"]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 FETCH_KEY = FetchRequest.API_KEY
 OFFSET_FOR_LEADER_EPOCH_KEY = 23
@@ -93,11 +95,11 @@ class Fetcher:
         # Errors about positions (no offset with auto_offset_reset=none, log truncation);
         # raised by the consumer on every poll until the user seeks.
         self.position_errors: dict[TopicPartition, E.KafkaError] = {}
-        self.data_ready = asyncio.Event()
-        self._space = asyncio.Event()
-        self._manager_event = asyncio.Event()
-        self._resolve_event = asyncio.Event()
-        self._positions_changed = asyncio.Event()
+        self.data_ready = _backend.event()
+        self._space = _backend.event()
+        self._manager_event = _backend.event()
+        self._resolve_event = _backend.event()
+        self._positions_changed = _backend.event()
         self._manager: asyncio.Task[None] | None = None
         self._resolver: asyncio.Task[None] | None = None
         self._helpers: set[asyncio.Task[Any]] = set()
@@ -114,11 +116,24 @@ class Fetcher:
         if self._started:
             return
         self._started = True
-        self._manager = asyncio.ensure_future(self._manage())
-        self._manager.set_name("aiokafka_lite.fetcher.manager")
-        self._resolver = asyncio.ensure_future(self._resolve_loop())
-        self._resolver.set_name("aiokafka_lite.fetcher.positions")
+        self._manager = self._spawn(self._manage(), "aiokafka_lite.fetcher.manager")
+        self._resolver = self._spawn(self._resolve_loop(), "aiokafka_lite.fetcher.positions")
         self._wake()
+
+    def _spawn(self, coro: Coroutine[Any, Any, T], name: str | None = None) -> asyncio.Task[T]:
+        """asyncio: a plain task (cancelled and awaited by ``close()``); trio: a task in
+        the client's task group (the consumer closes its client after the fetcher)."""
+        if asyncio._get_running_loop() is not None:
+            task = asyncio.ensure_future(coro)
+            if name is not None:
+                task.set_name(name)
+            return task
+        owner = self._client._owner
+        if owner is None:
+            coro.close()
+            raise E.ClosedError("the consumer's client is closed")
+        handle: asyncio.Task[T] = owner.spawn(coro, name or "aiokafka_lite.fetcher.helper")
+        return handle
 
     async def close(self, *, close_sessions: bool = True) -> None:
         """Stop every task (awaited), then close broker-side fetch sessions best-effort."""
@@ -132,7 +147,7 @@ class Fetcher:
                 tasks.append(t)
         for t in tasks:
             t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await _backend.gather(*tasks, return_exceptions=True)
         self._loops.clear()
         self.data_ready.set()
         if close_sessions and not self._client.closed:
@@ -152,11 +167,11 @@ class Fetcher:
                 jobs.append(close_one(node, plan))
         if jobs:
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(2.0):
-                    await asyncio.gather(*jobs, return_exceptions=True)
+                async with _backend.timeout(2.0):
+                    await _backend.gather(*jobs, return_exceptions=True)
 
-    def _spawn_helper(self, coro: Awaitable[Any]) -> None:
-        task = asyncio.ensure_future(coro)
+    def _spawn_helper(self, coro: Coroutine[Any, Any, Any]) -> None:
+        task = self._spawn(coro)
         self._helpers.add(task)
         task.add_done_callback(self._helper_done)
 
@@ -214,7 +229,7 @@ class Fetcher:
         return cluster.leader_for(tp)
 
     async def _manage(self) -> None:
-        loop = asyncio.get_running_loop()
+        loop = _backend.loop()
         last_cluster: ClusterMetadata | None = None
         while True:
             self._manager_event.clear()
@@ -250,13 +265,12 @@ class Fetcher:
                 self._refresh_metadata_soon(unknown_leader)
             for node in needed:
                 if node not in self._loops:
-                    self._loop_events[node] = asyncio.Event()
-                    task = asyncio.ensure_future(self._node_loop(node))
-                    task.set_name(f"aiokafka_lite.fetcher.node-{node}")
+                    self._loop_events[node] = _backend.event()
+                    task = self._spawn(self._node_loop(node), f"aiokafka_lite.fetcher.node-{node}")
                     self._loops[node] = task
                     task.add_done_callback(self._loop_done)
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(_MANAGER_TICK_S):
+                async with _backend.timeout(_MANAGER_TICK_S):
                     await self._manager_event.wait()
 
     def _loop_done(self, task: asyncio.Task[None]) -> None:
@@ -311,11 +325,11 @@ class Fetcher:
 
     async def _wait(self, event: asyncio.Event, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(seconds):
+            async with _backend.timeout(seconds):
                 await event.wait()
 
     async def _node_loop(self, node: int) -> None:
-        loop = asyncio.get_running_loop()
+        loop = _backend.loop()
         client = self._client
         cfg = self._cfg
         event = self._loop_events[node]
@@ -371,7 +385,7 @@ class Fetcher:
             self.buffer.reserve(max_bytes)
             try:
                 response = await client.send(request, node_id=node, version=version, timeout_ms=timeout_ms)
-            except asyncio.CancelledError:
+            except _backend.cancelled_exc():
                 session.handle_send_error()
                 raise
             except E.KafkaError as exc:
@@ -418,6 +432,9 @@ class Fetcher:
             self._process(node, plan, response, gens, loop.time())
 
     async def _wait_space(self, event: asyncio.Event) -> None:
+        if asyncio._get_running_loop() is None:
+            await _wait_either_trio(self._space, event, 1.0)
+            return
         waiter = asyncio.ensure_future(self._space.wait())
         other = asyncio.ensure_future(event.wait())
         try:
@@ -580,9 +597,9 @@ class Fetcher:
                 with contextlib.suppress(E.KafkaError):
                     await self._client.refresh_metadata(topics)
                 self._wake()
-                await asyncio.sleep(backoff_s)  # rate limit: at most one refresh per backoff
+                await _backend.sleep(backoff_s)  # rate limit: at most one refresh per backoff
 
-        self._refresh_task = asyncio.ensure_future(refresh())
+        self._refresh_task = self._spawn(refresh())
         self._helpers.add(self._refresh_task)
         self._refresh_task.add_done_callback(self._helper_done)
 
@@ -650,16 +667,16 @@ class Fetcher:
             try:
                 await self.resolve_positions()
                 failures = 0
-            except asyncio.CancelledError:
+            except _backend.cancelled_exc():
                 raise
             except E.KafkaError as exc:
                 failures += 1
                 log.debug("position lookup failed: %s", exc)
-                await asyncio.sleep(min(backoff_s * 2 ** min(failures, 5), 5.0))
+                await _backend.sleep(min(backoff_s * 2 ** min(failures, 5), 5.0))
                 self._resolve_event.set()
             except Exception:
                 log.exception("position lookup crashed")
-                await asyncio.sleep(1.0)
+                await _backend.sleep(1.0)
                 self._resolve_event.set()
 
     async def resolve_positions(self) -> None:
@@ -775,7 +792,7 @@ class Fetcher:
 
     async def wait_for_position(self, tp: TopicPartition, timeout_ms: float) -> int:
         """The position of ``tp`` once known (resolving it now if needed)."""
-        loop = asyncio.get_running_loop()
+        loop = _backend.loop()
         deadline = loop.time() + timeout_ms / 1000
         while True:
             st = self._sub.state(tp)
@@ -792,3 +809,18 @@ class Fetcher:
             self._positions_changed.clear()
             self._resolve_event.set()
             await self._wait(self._positions_changed, min(remaining, 1.0))
+
+
+async def _wait_either_trio(a: Any, b: Any, timeout_s: float) -> None:
+    """trio: until either event is set, at most ``timeout_s``."""
+    import anyio
+
+    with anyio.move_on_after(timeout_s):
+        async with anyio.create_task_group() as tg:
+
+            async def one(event: Any) -> None:
+                await event.wait()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(one, a)
+            tg.start_soon(one, b)

@@ -8,12 +8,12 @@ affected partitions until the deadline.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
+from aiokafka_lite import _backend
 from aiokafka_lite import errors as E
 from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.messages.list_offsets_request import ListOffsetsRequest
@@ -69,7 +69,7 @@ async def _by_leader(
     what: str,
 ) -> dict[TopicPartition, T]:
     """Run ``send_one(leader, partitions)`` per leader, retrying the partitions it leaves out."""
-    loop = asyncio.get_running_loop()
+    loop = _backend.loop()
     results: dict[TopicPartition, T] = {}
     pending = list(dict.fromkeys(tps))
     attempt = 0
@@ -89,7 +89,7 @@ async def _by_leader(
                 last_error = exc
                 continue
             by_leader.setdefault(leader, []).append(tp)
-        outcomes = await asyncio.gather(
+        outcomes = await _backend.gather(
             *(send_one(node, part) for node, part in by_leader.items()), return_exceptions=True
         )
         for outcome in outcomes:
@@ -104,12 +104,10 @@ async def _by_leader(
         if pending:
             delay = min(0.05 * (2**attempt), 1.0)
             attempt += 1
-            await asyncio.sleep(min(delay, max(deadline - loop.time(), 0)))
+            await _backend.sleep(min(delay, max(deadline - loop.time(), 0)))
             try:
-                await asyncio.wait_for(
-                    client.refresh_metadata({tp.topic for tp in pending}),
-                    timeout=max(deadline - loop.time(), 0.001),
-                )
+                async with _backend.timeout(max(deadline - loop.time(), 0.001)):
+                    await client.refresh_metadata({tp.topic for tp in pending})
             except (E.KafkaError, TimeoutError) as exc:
                 last_error = exc
     return results
@@ -127,7 +125,7 @@ async def list_offsets(
     Timestamps: ``EARLIEST`` (-2), ``LATEST`` (-1, the last stable offset with
     isolation level 1), ``MAX_TIMESTAMP`` (-3), or a time in ms.
     """
-    loop = asyncio.get_running_loop()
+    loop = _backend.loop()
     deadline = loop.time() + timeout_ms / 1000
 
     async def send_one(
@@ -184,7 +182,7 @@ async def offsets_for_leader_epochs(
     timeout_ms: float = 30000,
 ) -> dict[TopicPartition, EpochEndOffset]:
     """OffsetForLeaderEpoch: ``epochs`` maps a partition to (current leader epoch, epoch to look up)."""
-    loop = asyncio.get_running_loop()
+    loop = _backend.loop()
     deadline = loop.time() + timeout_ms / 1000
 
     async def send_one(node: int, tps: list[TopicPartition]) -> dict[TopicPartition, EpochEndOffset]:
