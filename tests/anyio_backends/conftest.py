@@ -57,3 +57,51 @@ def pytest_pycollect_makeitem(collector: Any, name: str, obj: object) -> Iterato
         else:
             converted.append(item)
     outcome.force_result(converted)
+
+
+def client_tasks_running() -> list[str]:
+    """Tasks of the running event loop whose coroutine is the client's code (asyncio:
+    every task of the loop; trio: every task under the root task)."""
+    import asyncio
+
+    def ours(coro: Any) -> bool:
+        code = getattr(coro, "cr_code", None)
+        return code is not None and "/aiokafka_lite/" in code.co_filename and "/testing/" not in code.co_filename
+
+    if asyncio._get_running_loop() is not None:
+        return [repr(t) for t in asyncio.all_tasks() if not t.done() and ours(t.get_coro())]
+    import trio
+
+    found: list[str] = []
+    todo = [trio.lowlevel.current_root_task()]
+    while todo:
+        task = todo.pop()
+        if ours(task.coro):
+            found.append(task.name)
+        for nursery in task.child_nurseries:
+            todo.extend(nursery.child_tasks)
+    return found
+
+
+class UnretrievedErrors:
+    """Made inside an async test. asyncio: collects what the loop's exception handler
+    receives (an exception of a task or future that nobody retrieved is reported there
+    when it is garbage-collected); ``check()`` collects garbage and returns them. trio
+    has no such report: a task's error always propagates, so the list stays empty."""
+
+    def __init__(self) -> None:
+        import asyncio
+
+        self.seen: list[dict[str, Any]] = []
+        self._loop = asyncio._get_running_loop()
+        if self._loop is not None:
+            self._previous = self._loop.get_exception_handler()
+            self._loop.set_exception_handler(lambda _loop, ctx: self.seen.append(ctx))
+
+    def check(self) -> list[dict[str, Any]]:
+        import gc
+
+        gc.collect()
+        if self._loop is not None:
+            self._loop.set_exception_handler(self._previous)
+        return self.seen

@@ -13,7 +13,7 @@ from aiokafka_lite.net import Client
 from aiokafka_lite.testing.threaded import ThreadedCluster
 from aiokafka_lite.wire.messages import MetadataRequest
 
-from .conftest import FAST
+from .conftest import FAST, UnretrievedErrors, client_tasks_running
 
 pytestmark = pytest.mark.anyio
 
@@ -39,8 +39,10 @@ async def test_client_requests_and_metadata(anyio_backend: str, threaded_cluster
                 tg.start_soon(one)
         assert len(answers) == 20
         assert all(type(a).__name__ == "MetadataResponse" for a in answers)
+        assert client_tasks_running()  # the metadata upkeep (and on trio the connection's I/O)
     assert client.closed
     assert conn.closed
+    assert client_tasks_running() == []
 
 
 async def test_no_broker_is_a_typed_error(anyio_backend: str) -> None:
@@ -67,6 +69,7 @@ async def test_admin_topics_round_trip(anyio_backend: str, threaded_cluster: Thr
 async def test_close_with_requests_in_flight(anyio_backend: str, threaded_cluster: ThreadedCluster) -> None:
     """Closing while requests wait for answers fails them with ClosedError (or a
     connection error) and leaves no task of the client running."""
+    unretrieved = UnretrievedErrors()
     errors: list[BaseException] = []
     answered = 0
 
@@ -90,6 +93,8 @@ async def test_close_with_requests_in_flight(anyio_backend: str, threaded_cluste
         await client.close()
     assert answered + len(errors) == 50
     assert errors  # some were still waiting for their answer
+    assert client_tasks_running() == []
+    assert unretrieved.check() == []
     assert conn.closed
     assert all(isinstance(e, E.ClosedError | E.KafkaConnectionError) for e in errors)
     assert client._owner is None

@@ -9,7 +9,7 @@ from aiokafka_lite import Admin, Consumer, NewTopic, Producer
 from aiokafka_lite.structs import TopicPartition as TP
 from aiokafka_lite.testing.threaded import ThreadedCluster
 
-from .conftest import FAST
+from .conftest import FAST, UnretrievedErrors, client_tasks_running
 
 pytestmark = pytest.mark.anyio
 
@@ -75,6 +75,7 @@ async def test_close_while_fetching_leaves_no_task(
     bootstrap = threaded_cluster.bootstrap
     topic = f"closing-{anyio_backend}"
     await _fill(bootstrap, topic, 3, 50)
+    unretrieved = UnretrievedErrors()
     consumer = Consumer(bootstrap, auto_offset_reset="latest", fetch_max_wait_ms=5000, **FAST)
     await consumer.start()
     consumer.assign([TP(topic, p) for p in range(3)])
@@ -83,3 +84,5 @@ async def test_close_while_fetching_leaves_no_task(
     await consumer.close()
     assert consumer._client._owner is None
     assert consumer._client.closed
+    assert client_tasks_running() == []
+    assert unretrieved.check() == []

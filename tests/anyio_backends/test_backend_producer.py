@@ -11,7 +11,7 @@ from aiokafka_lite.admin import OffsetSpec
 from aiokafka_lite.structs import TopicPartition as TP
 from aiokafka_lite.testing.threaded import ThreadedCluster
 
-from .conftest import FAST
+from .conftest import FAST, UnretrievedErrors, client_tasks_running
 
 pytestmark = pytest.mark.anyio
 
@@ -84,6 +84,7 @@ async def test_close_with_records_in_flight(anyio_backend: str, threaded_cluster
     bootstrap = threaded_cluster.bootstrap
     topic = f"close-{anyio_backend}"
     await _topic(bootstrap, topic, 3)
+    unretrieved = UnretrievedErrors()
     producer = Producer(bootstrap, linger_ms=20, **FAST)
     await producer.start()
     futures = [await producer.enqueue(topic, b"v") for _ in range(300)]
@@ -98,3 +99,5 @@ async def test_close_with_records_in_flight(anyio_backend: str, threaded_cluster
     await aborted.abort()
     assert all(isinstance(f.exception(), E.ProducerClosedError) for f in pending)
     assert aborted.client._owner is None
+    assert client_tasks_running() == []
+    assert unretrieved.check() == []
