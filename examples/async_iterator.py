@@ -17,6 +17,8 @@ import os
 import time
 import uuid
 
+import anyio
+
 from aiokafka_lite import Admin, Consumer, NewTopic, Producer, Record, TopicPartition
 from aiokafka_lite.broker import EmbeddedCluster
 
@@ -78,7 +80,7 @@ async def tour(bootstrap: str, topic: str) -> None:
         # 3. pause/resume: a paused partition is neither fetched nor returned.
         consumer.pause(p0)
         mark = int(time.time() * 1000) + 1  # every record so far is older than this (ms)
-        await asyncio.sleep(0.002)
+        await anyio.sleep(0.002)  # anyio: the trio variant runs this tour too
         for p in range(3):
             await producer.send(topic, b"late-p%d" % p, partition=p)
         late: dict[TopicPartition, list[Record]] = {}
