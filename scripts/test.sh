@@ -62,7 +62,8 @@ fi
 # The suites that talk to a broker through the client. In the Apache passes the plugin
 # keeps only their tests that use a Kafka fixture and need no embedded-only fault injection.
 CLIENT_SUITES=(tests/produce tests/fetch tests/groups tests/transactions tests/admin tests/net
-    tests/cli tests/examples tests/spark tests/interop tests/test_demo.py)
+    tests/cli tests/examples tests/spark tests/interop tests/otel tests/workers tests/log_handler
+    tests/mirror tests/test_health.py tests/test_demo.py)
 CLIENT_SUBSET_40=(tests/test_demo.py tests/examples tests/produce tests/fetch tests/admin)
 
 # The Apache passes spend most of their time waiting (JVM start-up, group rebalances,
