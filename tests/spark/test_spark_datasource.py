@@ -337,3 +337,50 @@ def test_arrow_and_tuple_conversions_agree() -> None:
     assert from_arrow[0][5] == dt.datetime(1969, 12, 31, 23, 59, 59, 999000, tzinfo=utc)
     # Only headerless chunks: the column is all NULL.
     assert ds._to_arrow(recs[2:], pa_schema).column(7).null_count == 1
+
+
+def test_sink_arrow_and_row_paths_agree() -> None:
+    """The Arrow writer (what Spark uses) and the Row writer turn the same data into the
+    same producer tuples: string/binary keys and values, topic and partition columns,
+    headers with string values, nulls."""
+    import pyarrow as pa
+    from pyspark.sql import Row
+    from pyspark.sql.types import ArrayType, IntegerType, StringType, StructField, StructType
+
+    from aiokafka_lite.spark import datasource as ds
+
+    header = StructType([StructField("key", StringType()), StructField("value", StringType())])
+    schema = StructType(
+        [
+            StructField("key", StringType()),
+            StructField("value", StringType()),
+            StructField("topic", StringType()),
+            StructField("partition", IntegerType()),
+            StructField("headers", ArrayType(header)),
+        ]
+    )
+    data = [
+        ("k1", "v1", None, 2, [("h", "x"), ("n", None)]),
+        (None, "v2", "other", None, None),
+        ("k3", None, None, 0, []),
+    ]
+    plan = ds._row_plan(schema, "default")
+    batch = pa.RecordBatch.from_pylist(
+        [dict(zip(schema.fieldNames(), row, strict=True)) for row in data],
+        schema=pa.schema(
+            [
+                ("key", pa.string()),
+                ("value", pa.string()),
+                ("topic", pa.string()),
+                ("partition", pa.int32()),
+                ("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.string())]))),
+            ]
+        ),
+    )
+    rows = [Row(*r) for r in data]
+    via_rows = list(ds._rows(iter(rows), plan, "default"))
+    via_arrow = list(ds._arrow_rows(iter([batch, batch.slice(0, 0)]), plan, "default"))
+    assert via_arrow == via_rows
+    assert via_arrow[0] == ("default", b"v1", b"k1", 2, [("h", b"x"), ("n", None)])
+    assert via_arrow[1] == ("other", b"v2", None, None, None)
+    assert via_arrow[2] == ("default", None, b"k3", 0, None)

@@ -52,6 +52,13 @@ from .offsets import (
 )
 from .options import SinkOptions, SourceOptions, parse_sink_options, parse_source_options
 
+try:  # pyspark >= 4.0 (stream: 4.1?): writers that receive Arrow record batches, not Rows
+    from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter
+
+    _HAVE_ARROW_WRITERS = True
+except ImportError:  # pragma: no cover - older Spark
+    _HAVE_ARROW_WRITERS = False
+
 try:  # Spark >= 4.2: admission control (maxOffsetsPerTrigger) and Trigger.AvailableNow
     from pyspark.sql.streaming.datasource import (
         ReadAllAvailable,
@@ -408,6 +415,52 @@ def _rows(rows: Iterator[Any], plan: _RowPlan, default_topic: str | None) -> Ite
         yield topic, value, key, partition, headers
 
 
+def _arrow_rows(
+    batches: Iterator[Any], plan: _RowPlan, default_topic: str | None
+) -> Iterator[kafka_io.OutRow]:
+    """Arrow record batches -> (topic, value, key, partition, headers) tuples, column by
+    column (``to_pylist`` per column is far cheaper than Spark building a Row per record)."""
+    hs = plan.header_value_is_str
+    for batch in batches:
+        n = batch.num_rows
+        if n == 0:
+            continue
+        values = batch.column(plan.value).to_pylist()
+        if plan.value_is_str:
+            values = [v.encode() if v is not None else None for v in values]
+        keys: list[Any] = [None] * n
+        if plan.key is not None:
+            keys = batch.column(plan.key).to_pylist()
+            if plan.key_is_str:
+                keys = [k.encode() if k is not None else None for k in keys]
+        topics: list[Any] = [None] * n
+        if plan.topic is not None:
+            topics = batch.column(plan.topic).to_pylist()
+        parts: list[Any] = [None] * n
+        if plan.partition is not None:
+            parts = batch.column(plan.partition).to_pylist()
+        headers: list[Any] = [None] * n
+        if plan.headers is not None:
+            headers = batch.column(plan.headers).to_pylist()
+        for value, key, topic, part, hv in zip(values, keys, topics, parts, headers, strict=True):
+            if topic is None:
+                topic = default_topic
+                if topic is None:
+                    raise ConfigError("a row has a null 'topic' and no 'topic' option is set")
+            out_headers = None
+            if hv:
+                out_headers = [
+                    (h["key"], h["value"].encode() if hs and h["value"] is not None else h["value"])
+                    for h in hv
+                ]
+            yield topic, value, key, part, out_headers
+
+
+def _write_arrow(sink: SinkOptions, plan: _RowPlan, batches: Iterator[Any]) -> KafkaCommitMessage:
+    result = kafka_io.write_rows(sink, _arrow_rows(batches, plan, sink.topic))
+    return KafkaCommitMessage(result.counts)
+
+
 def _write(sink: SinkOptions, plan: _RowPlan, iterator: Iterator[Any]) -> KafkaCommitMessage:
     result = kafka_io.write_rows(sink, _rows(iterator, plan, sink.topic))
     return KafkaCommitMessage(result.counts)
@@ -454,6 +507,24 @@ class KafkaStreamWriter(DataSourceStreamWriter):  # type: ignore[misc,unused-ign
         )
 
 
+if _HAVE_ARROW_WRITERS:
+    # Spark hands these writers Arrow record batches instead of one Row object per record.
+
+    class KafkaBatchArrowWriter(KafkaBatchWriter, DataSourceArrowWriter):  # type: ignore[misc,unused-ignore]
+        def write(self, iterator: Iterator[Any]) -> KafkaCommitMessage:
+            return _write_arrow(self.sink, self.plan, iterator)
+
+    class KafkaStreamArrowWriter(KafkaStreamWriter, DataSourceStreamArrowWriter):  # type: ignore[misc,unused-ignore]
+        def write(self, iterator: Iterator[Any]) -> KafkaCommitMessage:
+            return _write_arrow(self.sink, self.plan, iterator)
+
+    _BatchWriterClass: type[KafkaBatchWriter] = KafkaBatchArrowWriter
+    _StreamWriterClass: type[KafkaStreamWriter] = KafkaStreamArrowWriter
+else:  # pragma: no cover
+    _BatchWriterClass = KafkaBatchWriter
+    _StreamWriterClass = KafkaStreamWriter
+
+
 # --------------------------------------------------------------------------------------
 # The data source
 
@@ -483,7 +554,7 @@ class KafkaDataSource(DataSource):  # type: ignore[misc,unused-ignore]
         return sink, _row_plan(schema, sink.topic)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        return KafkaBatchWriter(*self._sink(schema, overwrite))
+        return _BatchWriterClass(*self._sink(schema, overwrite))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        return KafkaStreamWriter(*self._sink(schema, overwrite))
+        return _StreamWriterClass(*self._sink(schema, overwrite))
