@@ -134,6 +134,9 @@ class BrokerConnection(asyncio.BufferedProtocol):
         # asyncio: the running loop itself (its create_future/call_soon/time on the hot
         # paths, unwrapped); trio: the backend, which offers the same three.
         self._loop: Any = asyncio.get_running_loop() if bk is _backend.ASYNCIO else bk
+        # trio: the stream transport's writer task corks on its own (it sends all that was
+        # queued since it last ran), so frames go to it at once.
+        self._cork_limit = _CORK_LIMIT if bk is _backend.ASYNCIO else 0
         self._proto = ConnectionProtocol(
             config.client_id, config.max_response_size, peer=f"broker {host}:{port}"
         )
@@ -470,7 +473,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
             entry.waiter = self._loop.create_future()
             self._drained.clear()
             self.stats.in_flight += 1
-        if len(frame) < _CORK_LIMIT:
+        if len(frame) < self._cork_limit:
             # Cork: frames written in the same loop iteration leave in one send() call.
             self._wbuf.append(frame)
             if not self._flush_scheduled:

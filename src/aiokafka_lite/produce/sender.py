@@ -120,8 +120,32 @@ class Sender:
 
     # -- lifecycle ---------------------------------------------------------------------------
 
+    #: trio: new tasks do not start in the order they were spawned (trio runs each batch
+    #: forwards or backwards), but requests must reach the wire in the order they were
+    #: made (sequence numbers). Request tasks take turns to start sending; asyncio runs
+    #: tasks in FIFO order and needs none of this.
+    _in_order: _Turns | None = None
+
     def start(self) -> None:
+        if asyncio._get_running_loop() is None:
+            self._in_order = _Turns()
         self._task = self._spawn(self._run(), "aiokafka_lite.producer.sender")
+
+    async def _produce_in_turn(
+        self, ticket: int, node: int, req: ProduceRequest, batches: list[ProducerBatch], version: int | None
+    ) -> None:
+        turns = self._in_order
+        assert turns is not None
+        try:
+            await turns.wait(ticket)
+        except BaseException:
+            turns.skip(ticket)
+            raise
+        # The turn passes on now; the next task runs only once this one suspends, which
+        # client.send does after writing the request when a connection and slot are ready
+        # (and otherwise in FIFO queues of the connection: slots, the connect task).
+        turns.done(ticket)
+        await self._produce(node, req, batches, version)
 
     def _spawn(self, coro: Coroutine[Any, Any, None], name: str | None = None) -> asyncio.Task[None]:
         """asyncio: a plain task, cancelled and awaited by ``stop()``; trio: a task in the
@@ -409,7 +433,10 @@ class Sender:
                 version = min(version, self._client.api_version(node, ProduceRequest.API_KEY))
             except KeyError:  # not connected yet: let the client negotiate (names still work <= 12)
                 version = None
-        task = self._spawn(self._produce(node, req, batches, version))
+        if self._in_order is None:
+            task = self._spawn(self._produce(node, req, batches, version))
+        else:
+            task = self._spawn(self._produce_in_turn(self._in_order.take(), node, req, batches, version))
         self._requests.add(task)
         task.add_done_callback(self._requests.discard)
 
@@ -657,3 +684,38 @@ class Sender:
 def _resolve(fut: asyncio.Future[None]) -> None:
     if not fut.done():
         fut.set_result(None)
+
+
+class _Turns:
+    """Tickets served in order (see ``Sender._in_order``); a skipped ticket is passed over."""
+
+    def __init__(self) -> None:
+        self._next_ticket = 0
+        self._turn = 0
+        self._skipped: set[int] = set()
+        self._changed = _backend.event()
+
+    def take(self) -> int:
+        ticket = self._next_ticket
+        self._next_ticket += 1
+        return ticket
+
+    async def wait(self, ticket: int) -> None:
+        while self._turn != ticket:
+            changed = self._changed
+            await changed.wait()
+
+    def done(self, ticket: int) -> None:
+        if ticket == self._turn:
+            self._turn += 1
+            while self._turn in self._skipped:
+                self._skipped.discard(self._turn)
+                self._turn += 1
+            changed, self._changed = self._changed, _backend.event()
+            changed.set()
+
+    def skip(self, ticket: int) -> None:
+        if ticket == self._turn:
+            self.done(ticket)
+        elif ticket > self._turn:
+            self._skipped.add(ticket)
