@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import importlib.util
+import time
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,10 @@ pytestmark = pytest.mark.spark
 _ = spark  # a session fixture
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "spark_pipeline.py"
-BASE_MS = 1_767_225_600_000
+# Record timestamps: the start of the previous hour. Not a fixed date: a broker's time-based
+# retention (7 days by default) deletes records whose timestamps are older, and Apache
+# Kafka does so at its first retention check after start-up, under a running test.
+BASE_MS = (int(time.time()) // 3600 - 1) * 3600 * 1000
 
 
 def reader(spark: Any, bootstrap: str, **options: str) -> Any:
