@@ -44,8 +44,9 @@ Reading options (names are case-insensitive, as everywhere in Spark):
 ``maxRecordsPerPartition``             split a partition's range into Spark partitions of at
                                        most this many offsets (parallelism)
 ``minPartitions``                      split big ranges until there are at least this many
-``maxOffsetsPerTrigger``               streaming: offsets per micro-batch in total
-                                       (pyspark >= 4.2; spread by backlog)
+``maxOffsetsPerTrigger``               streaming: offsets per micro-batch (pyspark >= 4.2),
+                                       prorated over the partitions by backlog exactly
+                                       as the built-in source does
 ``isolation.level``                    ``read_uncommitted`` (default) or ``read_committed``
 ``failOnDataLoss``                     ``true`` (default): fail when offsets to read were
                                        deleted; ``false``: skip them
@@ -84,8 +85,12 @@ Guarantees:
   rows again, and records of successful tasks stay when a job aborts. Rows need
   ``value`` (binary or string); ``key`` (binary/string), ``topic`` (string; overrides
   the ``topic`` option), ``partition`` (int) and ``headers`` (as in the read schema)
-  are optional, other columns are ignored. Each task's commit message carries its
-  delivered-record counts per partition (logged by the driver).
+  are optional, other columns are ignored. Spark hands the sink Arrow record batches
+  (DataSourceArrowWriter). Each task's commit message carries its delivered-record
+  counts per partition (logged by the driver).
+
+The guide (docs/guide/spark.md) covers the workers' interpreter, shipping the package to
+a cluster, and every difference from Spark's built-in Kafka connector.
 
 Only :func:`register` and :class:`KafkaDataSource` need pyspark; option parsing and
 offset planning (:mod:`.options`, :mod:`.offsets`) and the Kafka I/O
