@@ -22,6 +22,7 @@ their revocation (and commit) is in progress.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import time
@@ -31,6 +32,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
+from aiokafka_lite import _backend
 from aiokafka_lite.errors import (
     BrokerResponseError,
     ClosedError,
@@ -159,9 +161,9 @@ class GroupCoordinator:
         self._init_membership(config)
         self._retry_backoff_ms = float(self._settings.retry_backoff_ms)
 
-        self._wake = asyncio.Event()
-        self._hb_wake = asyncio.Event()
-        self._app_idle = asyncio.Event()
+        self._wake = _backend.event()
+        self._hb_wake = _backend.event()
+        self._app_idle = _backend.event()
         self._app_idle.set()
         self._main_task: asyncio.Task[None] | None = None
         self._hb_task: asyncio.Task[None] | None = None
@@ -239,6 +241,13 @@ class GroupCoordinator:
         self._m.polled(self._now())
         self._sync_subscription()
         self._sub.add_listener(self)
+        if asyncio._get_running_loop() is None:  # trio: in the client's task group
+            owner = getattr(self._client, "_owner", None)
+            if owner is None:
+                raise ClosedError("the group's client is not started")
+            self._main_task = owner.spawn(self._main_loop(), f"group-{self.group_id}")
+            self._hb_task = owner.spawn(self._heartbeat_loop(), f"group-{self.group_id}-heartbeat")
+            return
         self._main_task = asyncio.create_task(self._main_loop(), name=f"group-{self.group_id}")
         self._hb_task = asyncio.create_task(self._heartbeat_loop(), name=f"group-{self.group_id}-heartbeat")
 
@@ -246,9 +255,9 @@ class GroupCoordinator:
         """Revoke partitions (commit first when auto-commit is on), leave the group
         (dynamic members only) and stop the tasks. Idempotent; bounded by ``timeout_ms``."""
         if self._close_done is not None:
-            await asyncio.shield(self._close_done)
+            await _backend.shield(self._close_done)
             return
-        self._close_done = asyncio.get_running_loop().create_future()
+        self._close_done = _backend.loop().create_future()
         try:
             self._closing = True
             self._kick()
@@ -260,7 +269,8 @@ class GroupCoordinator:
             if self._main_task is not None:
                 actions = self._m.close(self._now())
                 try:
-                    await asyncio.wait_for(self._execute(actions), max(deadline - self._now(), 1) / 1000)
+                    async with _backend.timeout(max(deadline - self._now(), 1) / 1000):
+                        await self._execute(actions)
                 except (TimeoutError, KafkaError) as exc:
                     log.warning("group %s: close did not complete cleanly: %r", self.group_id, exc)
             else:
@@ -274,6 +284,9 @@ class GroupCoordinator:
             self._close_done.set_result(None)
 
     async def _stop_task(self, task: asyncio.Task[None], grace_ms: float) -> None:
+        if asyncio._get_running_loop() is None:
+            await self._stop_trio_task(task, grace_ms)
+            return
         if grace_ms > 0:
             done, _ = await asyncio.wait({task}, timeout=grace_ms / 1000)
             if done:
@@ -289,6 +302,17 @@ class GroupCoordinator:
             raise  # we ourselves were cancelled
         except Exception as exc:  # already recorded as a crash
             log.debug("group task ended with %r", exc)
+
+    async def _stop_trio_task(self, task: Any, grace_ms: float) -> None:
+        import anyio
+
+        if grace_ms > 0:
+            with anyio.move_on_after(grace_ms / 1000):
+                with contextlib.suppress(Exception):  # a crash is already recorded
+                    await task  # awaiting a TrioTask never cancels it
+        task.cancel()
+        with contextlib.suppress(Exception):  # cancelled (FutureCancelledError) or crashed
+            await task
 
     async def __aenter__(self) -> GroupCoordinator:
         await self.start()
@@ -368,10 +392,11 @@ class GroupCoordinator:
                 if deadline is not None:
                     wait_ms = min(wait_ms, max(deadline - now, 0.0))
                 try:
-                    await asyncio.wait_for(self._wake.wait(), wait_ms / 1000)
+                    async with _backend.timeout(wait_ms / 1000):
+                        await self._wake.wait()
                 except TimeoutError:
                     pass
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, _backend.cancelled_exc()):
             raise
         except BaseException as exc:
             log.exception("group %s: coordinator loop crashed", self.group_id)
@@ -414,12 +439,29 @@ class GroupCoordinator:
 
     async def _io(self, aw: Awaitable[T]) -> T:
         """Await network I/O in a way ``close`` can interrupt."""
+        if asyncio._get_running_loop() is None:
+            return await self._io_trio(aw)
         fut = asyncio.ensure_future(aw)
         self._inflight = fut
         try:
             return await fut
         finally:
             self._inflight = None
+
+    async def _io_trio(self, aw: Awaitable[T]) -> T:
+        """trio: the I/O runs in a cancel scope ``close`` cancels (as ``_inflight``); an
+        interrupted call raises ``asyncio.CancelledError`` like the asyncio path, which
+        the callers take as "interrupted by close"."""
+        import anyio
+
+        scope = anyio.CancelScope()
+        self._inflight = scope  # type: ignore[assignment]  # has cancel(), as a future
+        try:
+            with scope:
+                return await aw
+        finally:
+            self._inflight = None
+        raise asyncio.CancelledError("interrupted by close")
 
     async def _do(self, action: Action) -> list[Action]:
         m = self._m
@@ -635,9 +677,8 @@ class GroupCoordinator:
                     self._wake.set()
                 delay = m.time_to_heartbeat(now)
                 try:
-                    await asyncio.wait_for(
-                        self._hb_wake.wait(), None if delay is None else max(delay, 1.0) / 1000
-                    )
+                    async with _backend.timeout(None if delay is None else max(delay, 1.0) / 1000):
+                        await self._hb_wake.wait()
                 except TimeoutError:
                     pass
                 continue
@@ -744,7 +785,7 @@ class GroupCoordinator:
             attempt += 1
             if self._now() + delay >= deadline or self._closed:
                 raise err
-            await asyncio.sleep(delay / 1000)
+            await _backend.sleep(delay / 1000)
 
     async def _send_commit(
         self,
@@ -840,7 +881,7 @@ class GroupCoordinator:
             attempt += 1
             if self._now() + delay >= deadline or self._closed:
                 raise err
-            await asyncio.sleep(delay / 1000)
+            await _backend.sleep(delay / 1000)
 
     async def _send_offset_fetch(
         self, node: int, tps: list[TopicPartition], deadline: float

@@ -1,0 +1,71 @@
+"""A classic consumer group on asyncio and on trio: join, split the partitions, commit,
+leave on close; a later member resumes from the committed offsets."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from aiokafka_lite import Consumer
+from aiokafka_lite.structs import TopicPartition as TP
+from aiokafka_lite.testing.threaded import ThreadedCluster
+
+from .conftest import FAST, UnretrievedErrors, client_tasks_running
+from .test_backend_consumer import _fill
+
+pytestmark = pytest.mark.anyio
+
+GROUP = {
+    "group_protocol": "classic",
+    "auto_offset_reset": "earliest",
+    "heartbeat_interval_ms": 100,
+    "session_timeout_ms": 6000,
+    "enable_auto_commit": False,
+}
+
+
+async def test_two_members_share_the_partitions(
+    anyio_backend: str, threaded_cluster: ThreadedCluster
+) -> None:
+    bootstrap = threaded_cluster.bootstrap
+    topic = f"grp-{anyio_backend}"
+    sent = await _fill(bootstrap, topic, 4, 400)
+    group = f"g-{anyio_backend}"
+    seen: list[bytes] = []
+    owned: dict[str, set[TP]] = {}
+    final: dict[str, set[TP]] = {}
+    unretrieved = UnretrievedErrors()
+
+    async def member(name: str, stop: anyio.Event) -> None:
+        async with Consumer(bootstrap, group_id=group, topics=topic, **GROUP, **FAST) as consumer:
+            while not stop.is_set():
+                batch = await consumer.getmany(timeout_ms=200)
+                for recs in batch.values():
+                    seen.extend(r.value for r in recs)
+                if batch:
+                    await consumer.commit()
+                owned[name] = set(consumer.assignment())
+                if len(seen) >= len(sent) and all(len(v) == 2 for v in owned.values()) and len(owned) == 2:
+                    final.update((k, set(v)) for k, v in owned.items())  # before anyone leaves
+                    stop.set()
+            await consumer.commit()
+
+    stop = anyio.Event()
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(member, "a", stop)
+            tg.start_soon(member, "b", stop)
+    assert sorted(seen) == sorted(sent)  # every record once across the two members
+    assert final["a"] | final["b"] == {TP(topic, p) for p in range(4)}
+    assert not final["a"] & final["b"]
+    assert client_tasks_running() == []
+    assert unretrieved.check() == []
+
+    # A new member of the group starts from the committed offsets: nothing left to read.
+    async with Consumer(bootstrap, group_id=group, topics=topic, **GROUP, **FAST) as late:
+        with anyio.fail_after(30):
+            while not late.assignment():
+                assert await late.getmany(timeout_ms=200) == {}
+        for tp in late.assignment():
+            assert await late.committed(tp) == await late.position(tp)
+        assert await late.getmany(timeout_ms=300) == {}
