@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from aiokafka_lite.broker.share_state import (
@@ -239,3 +241,49 @@ def test_renew_restarts_the_lock_of_held_records_without_a_delivery() -> None:
         sp.acknowledge("b", 0, 0, [RENEW], LIMIT, now_ms=LOCK_MS, lock_ms=LOCK_MS)  # someone else's
     sp.expire_locks(800 + LOCK_MS, LIMIT)
     assert sp.state_of(0) is RecordState.AVAILABLE
+
+
+def test_indexes_match_the_records_under_random_operations() -> None:
+    """The available-offset index and the no-expiry-before time are shortcuts: after any
+    sequence of operations they must agree with a scan of the records."""
+    rng = random.Random(932)
+    sp = SharePartitionState(start_offset=0)
+    hwm, now = 0, 0.0
+    for _ in range(3000):
+        op = rng.randrange(6)
+        now += rng.choice((0, 10, 400))
+        if op == 0:
+            hwm += rng.randrange(1, 6)
+        elif op == 1:
+            sp.acquire(
+                rng.choice("ab"),
+                high_watermark=hwm,
+                max_records=rng.randrange(1, 5),
+                now_ms=now,
+                lock_ms=LOCK_MS,
+                max_in_flight=50,
+            )
+        elif op == 2:
+            sp.expire_locks(now, LIMIT)
+            held = [r for r in sp.in_flight.values() if r.state is RecordState.ACQUIRED]
+            assert all(r.lock_deadline_ms > now for r in held)
+        elif op == 3:
+            sp.release_member(rng.choice("ab"), LIMIT)
+        elif op == 4 and sp.in_flight:
+            o = rng.choice(list(sp.in_flight))
+            rec = sp.in_flight[o]
+            kind = rng.choice([ACCEPT, RELEASE, REJECT, RENEW, GAP])
+            if rec.member_id is not None:
+                sp.acknowledge(rec.member_id, o, o, [kind], LIMIT, now_ms=now, lock_ms=LOCK_MS)
+        elif op == 5 and rng.random() < 0.05:
+            sp.skip_to(sp.start_offset + rng.randrange(0, 3))
+        scanned = {o for o, r in sp.in_flight.items() if r.state is RecordState.AVAILABLE}
+        assert sp._available == scanned
+        held_deadlines = [
+            r.lock_deadline_ms for r in sp.in_flight.values() if r.state is RecordState.ACQUIRED
+        ]
+        assert all(sp._no_expiry_before <= d for d in held_deadlines)
+    restored = SharePartitionState.from_snapshot(sp.snapshot())
+    assert restored._available == {
+        o for o, r in restored.in_flight.items() if r.state is RecordState.AVAILABLE
+    }

@@ -75,10 +75,17 @@ class SharePartitionState:
     next_offset: int = -1  # -1: set to start_offset
     in_flight: dict[int, _InFlight] = field(default_factory=dict)
     version: int = 1  # bumped by every change a snapshot would show
+    # Indexes, so that acquiring and expiring do not scan the in-flight window (up to
+    # share.partition.max.record.locks records) on every ShareFetch: the AVAILABLE
+    # offsets, and a time no acquisition lock runs out before (maybe earlier than the
+    # true earliest: then one scan finds nothing and moves it on).
+    _available: set[int] = field(default_factory=set, repr=False)
+    _no_expiry_before: float = field(default=float("inf"), repr=False)
 
     def __post_init__(self) -> None:
         if self.next_offset < self.start_offset:
             self.next_offset = self.start_offset
+        self._available = {o for o, r in self.in_flight.items() if r.state is RecordState.AVAILABLE}
 
     # -- persistence ------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
@@ -102,6 +109,7 @@ class SharePartitionState:
                 sp.in_flight[o] = _InFlight(RecordState(state), int(count))
         for o, state, count in snap.get("records", ()):  # the one-entry-per-record form of 0.x
             sp.in_flight[int(o)] = _InFlight(RecordState(state), int(count))
+        sp._available = {o for o, r in sp.in_flight.items() if r.state is RecordState.AVAILABLE}
         return sp
 
     # -- queries ------------------------------------------------------------------
@@ -123,23 +131,31 @@ class SharePartitionState:
         if log_start_offset > self.start_offset:
             for o in range(self.start_offset, min(log_start_offset, self.next_offset)):
                 self.in_flight.pop(o, None)
+                self._available.discard(o)
             self.start_offset = log_start_offset
             self.next_offset = max(self.next_offset, log_start_offset)
             self.version += 1
 
     def expire_locks(self, now_ms: float, delivery_limit: int) -> None:
         """Acquired records whose lock ran out go back (or are archived at the delivery limit)."""
-        for rec in self.in_flight.values():
-            if rec.state is RecordState.ACQUIRED and rec.lock_deadline_ms <= now_ms:
-                self._release(rec, delivery_limit)
-                self.version += 1
+        if now_ms < self._no_expiry_before:
+            return
+        earliest = float("inf")
+        for o, rec in self.in_flight.items():
+            if rec.state is RecordState.ACQUIRED:
+                if rec.lock_deadline_ms <= now_ms:
+                    self._release(o, rec, delivery_limit)
+                    self.version += 1
+                else:
+                    earliest = min(earliest, rec.lock_deadline_ms)
+        self._no_expiry_before = earliest
         self._advance()
 
     def release_member(self, member_id: str, delivery_limit: int) -> None:
         """The member is gone (connection closed, session ended): its records go back."""
-        for rec in self.in_flight.values():
+        for o, rec in self.in_flight.items():
             if rec.state is RecordState.ACQUIRED and rec.member_id == member_id:
-                self._release(rec, delivery_limit)
+                self._release(o, rec, delivery_limit)
                 self.version += 1
         self._advance()
 
@@ -165,13 +181,9 @@ class SharePartitionState:
         ``max_records`` of the acquisition that reaches them."""
         taken: list[int] = []
         deadline = now_ms + lock_ms
-        for o in sorted(self.in_flight):
-            if len(taken) >= max_records:
-                break
-            rec = self.in_flight[o]
-            if rec.state is RecordState.AVAILABLE:
-                self._take(rec, member_id, deadline)
-                taken.append(o)
+        for o in sorted(self._available)[:max_records]:
+            self._take(o, self.in_flight[o], member_id, deadline)
+            taken.append(o)
         room = max_in_flight - (self.next_offset - self.start_offset)
         want = min(max_records - len(taken), room)
         if want > 0 and self.next_offset < high_watermark:
@@ -184,7 +196,7 @@ class SharePartitionState:
                     continue
                 rec = _InFlight(RecordState.AVAILABLE)
                 self.in_flight[o] = rec
-                self._take(rec, member_id, deadline)
+                self._take(o, rec, member_id, deadline)
                 taken.append(o)
             self.next_offset = end
             self.version += 1
@@ -234,31 +246,36 @@ class SharePartitionState:
             if rec is None:
                 continue  # a gap below the start or beyond what was delivered
             if kind == RENEW:
-                rec.lock_deadline_ms = now_ms + lock_ms
+                rec.lock_deadline_ms = now_ms + lock_ms  # later than before: the index still holds
                 continue
             if kind == ACCEPT:
                 rec.state, rec.member_id = RecordState.ACKNOWLEDGED, None
             elif kind in (REJECT, GAP):
                 rec.state, rec.member_id = RecordState.ARCHIVED, None
+                self._available.discard(o)  # a GAP may name a record nobody holds
             else:
-                self._release(rec, delivery_limit)
+                self._release(o, rec, delivery_limit)
         if any(kind != RENEW for _, kind in plan):
             self.version += 1
         self._advance()
 
     # -- internals -----------------------------------------------------------------
-    @staticmethod
-    def _take(rec: _InFlight, member_id: str, deadline: float) -> None:
+    def _take(self, offset: int, rec: _InFlight, member_id: str, deadline: float) -> None:
         rec.state = RecordState.ACQUIRED
         rec.member_id = member_id
         rec.delivery_count += 1
         rec.lock_deadline_ms = deadline
+        self._available.discard(offset)
+        self._no_expiry_before = min(self._no_expiry_before, deadline)
 
-    @staticmethod
-    def _release(rec: _InFlight, delivery_limit: int) -> None:
+    def _release(self, offset: int, rec: _InFlight, delivery_limit: int) -> None:
         # A record delivered delivery_limit times is not offered again (KIP-932 poison records).
-        rec.state = RecordState.ARCHIVED if rec.delivery_count >= delivery_limit else RecordState.AVAILABLE
         rec.member_id = None
+        if rec.delivery_count >= delivery_limit:
+            rec.state = RecordState.ARCHIVED
+        else:
+            rec.state = RecordState.AVAILABLE
+            self._available.add(offset)
 
     def _advance(self) -> None:
         while self.start_offset < self.next_offset:
