@@ -25,6 +25,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from aiokafka_lite import _backend
 from aiokafka_lite.errors import (
     BrokerResponseError,
     CommitFailedError,
@@ -192,10 +193,11 @@ class ConsumerGroupCoordinator(GroupCoordinator):
                 if deadline is not None:
                     wait_ms = min(wait_ms, max(deadline - now, 0.0))
                 try:
-                    await asyncio.wait_for(self._wake.wait(), wait_ms / 1000)
+                    async with _backend.timeout(wait_ms / 1000):
+                        await self._wake.wait()
                 except TimeoutError:
                     pass
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, _backend.cancelled_exc()):
             raise
         except BaseException as exc:
             log.exception("group %s: coordinator loop crashed", self.group_id)
@@ -250,7 +252,7 @@ class ConsumerGroupCoordinator(GroupCoordinator):
                 log.info("group %s: coordinator unknown, leaving without telling it", self.group_id)
                 return
             resp = await self._client.send(req, node_id=node, timeout_ms=5000, lane=Lane.COORDINATOR)
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, _backend.cancelled_exc()):
             raise
         except KafkaError as exc:
             log.info("group %s: leave heartbeat failed (ignored): %r", self.group_id, exc)
@@ -279,9 +281,8 @@ class ConsumerGroupCoordinator(GroupCoordinator):
                     self._wake.set()
                 delay = m.time_to_heartbeat(now)
                 try:
-                    await asyncio.wait_for(
-                        self._hb_wake.wait(), None if delay is None else max(delay, 1.0) / 1000
-                    )
+                    async with _backend.timeout(None if delay is None else max(delay, 1.0) / 1000):
+                        await self._hb_wake.wait()
                 except TimeoutError:
                     pass
                 continue
@@ -290,7 +291,7 @@ class ConsumerGroupCoordinator(GroupCoordinator):
                 resp = await self._client.send(
                     req, node_id=node, timeout_ms=self._heartbeat_timeout_ms(), lane=Lane.COORDINATOR
                 )
-            except asyncio.CancelledError:
+            except (asyncio.CancelledError, _backend.cancelled_exc()):
                 raise
             except KafkaError as exc:
                 if m.heartbeat_failed(exc, self._now()):
@@ -353,4 +354,4 @@ class ConsumerGroupCoordinator(GroupCoordinator):
                         "offset commit rejected: the member epoch stayed stale until the commit timed out"
                     ) from err
                 raise err
-            await asyncio.sleep(delay / 1000)
+            await _backend.sleep(delay / 1000)
