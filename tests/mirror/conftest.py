@@ -4,7 +4,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from mirror_testlib import ClusterFactory, MirrorProcess, two_clusters
+from mirror_testlib import ClusterFactory, MirrorProcess, SourceWriter, two_clusters
 
 
 @pytest.fixture
@@ -18,3 +18,4 @@ async def clusters(
         yield await two_clusters(request, kafka_cluster_factory)
     finally:
         await MirrorProcess.kill_leftovers()
+        await SourceWriter.stop_leftovers()

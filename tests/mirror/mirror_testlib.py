@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
@@ -157,6 +158,7 @@ class SourceWriter:
 
     def start(self) -> None:
         self._task = asyncio.ensure_future(self._run())
+        SourceWriter.running.append(self)
 
     async def _run(self) -> None:
         async with Producer(self.bootstrap, linger_ms=1) as producer:
@@ -173,11 +175,24 @@ class SourceWriter:
                 await asyncio.sleep(0.02)
 
     async def stop(self) -> int:
-        """Stops; returns how many records each partition got."""
+        """Stops (idempotent); returns how many records each partition got."""
         self._stop.set()
         assert self._task is not None
         await self._task
         return self.written
+
+    running: ClassVar[list[SourceWriter]] = []
+
+    @classmethod
+    async def stop_leftovers(cls) -> None:
+        """Writers a failed test left running (they would keep the event loop busy)."""
+        for w in cls.running:
+            if w._task is not None and not w._task.done():
+                w._stop.set()
+                w._task.cancel()
+                with contextlib.suppress(BaseException):
+                    await w._task
+        cls.running.clear()
 
     def expected(self) -> dict[int, list[bytes]]:
         return {

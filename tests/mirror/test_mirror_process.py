@@ -180,6 +180,14 @@ async def test_two_instances_share_the_work_and_one_crashing_loses_nothing(
         await other.kill()
         await wait_for(lambda: owned(4), "the crashed instance's partitions moving here", timeout_s=90)
         total = await writer.stop()
+
+        async def all_durable() -> bool:
+            assert not task.done(), task
+            return all(p.position == total for p in mirror.stats().partitions.values())
+
+        # Everything durable first: at-least-once duplicates would otherwise reach the
+        # expected count before the last records arrive.
+        await wait_for(all_durable, "every record durable on the target", timeout_s=90)
         records = await read_all(
             target.bootstrap, topic, 4 * total, read_committed=exactly_once, timeout_s=90
         )
