@@ -71,6 +71,7 @@ class TaskOwner(Protocol):
     """Owns a client's background tasks for the client's lifetime."""
 
     async def start(self) -> None: ...
+    def check_host(self) -> None: ...
     def spawn(self, coro: Coroutine[Any, Any, T], name: str) -> Any: ...
     async def aclose(self) -> None: ...
 
@@ -113,6 +114,9 @@ class AsyncioTaskOwner:
 
     async def start(self) -> None:
         return None
+
+    def check_host(self) -> None:
+        return None  # asyncio: any task may close
 
     def spawn(self, coro: Coroutine[Any, Any, T], name: str) -> asyncio.Task[T]:
         task = asyncio.get_running_loop().create_task(coro, name=f"{self._name}.{name}")
@@ -310,14 +314,28 @@ class TrioTaskOwner:
         self._nursery_cm: AbstractAsyncContextManager[trio.Nursery] | None = None
         self._nursery: trio.Nursery | None = None
         self._tasks: set[TrioTask[Any]] = set()
+        self._host: object = None
 
     async def start(self) -> None:
         if self._nursery is not None:
             return
         import trio
 
+        self._host = trio.lowlevel.current_task()
         self._nursery_cm = trio.open_nursery()
         self._nursery = await self._nursery_cm.__aenter__()
+
+    def check_host(self) -> None:
+        """Only the task that entered the task group can leave it."""
+        import trio
+
+        if self._nursery is not None and trio.lowlevel.current_task() is not self._host:
+            from aiokafka_lite.errors import IllegalStateError
+
+            raise IllegalStateError(
+                f"{self._name}: on trio a client is closed by the task that started it "
+                "(its task group lives in that task): use `async with`, or close it there"
+            )
 
     def spawn(self, coro: Coroutine[Any, Any, T], name: str) -> TrioTask[T]:
         nursery = self._nursery
@@ -334,10 +352,11 @@ class TrioTaskOwner:
         return task
 
     async def aclose(self) -> None:
-        cm, self._nursery_cm = self._nursery_cm, None
-        nursery, self._nursery = self._nursery, None
-        if cm is None or nursery is None:
+        if self._nursery_cm is None or self._nursery is None:
             return
+        self.check_host()
+        cm, self._nursery_cm = self._nursery_cm, None
+        self._nursery = None
         for task in list(self._tasks):
             task.cancel()
         # Tasks cancelled above end at their next checkpoint; the nursery waits for them.

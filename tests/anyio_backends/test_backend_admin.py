@@ -113,3 +113,29 @@ async def test_caller_cancelled_while_waiting_keeps_stream_in_sync(
         resp = await conn.send(MetadataRequest(topics=None), version)
         assert type(resp).__name__ == "MetadataResponse"
         assert conn.ready
+
+
+async def test_close_from_another_task(anyio_backend: str, threaded_cluster: ThreadedCluster) -> None:
+    """asyncio: any task may close a client. trio: its task group lives in the task that
+    started it, so another task gets IllegalStateError and the client stays usable."""
+    client = Client(threaded_cluster.bootstrap, **FAST)
+    await client.start()
+    refused: list[E.IllegalStateError] = []
+
+    async def closer() -> None:
+        try:
+            await client.close()
+        except E.IllegalStateError as exc:
+            refused.append(exc)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(closer)
+    if anyio_backend == "trio":
+        assert refused and "task that started it" in str(refused[0])
+        assert not client.closed
+        await client.refresh_metadata()  # still works
+        await client.close()
+    else:
+        assert not refused
+    assert client.closed
+    assert client_tasks_running() == []

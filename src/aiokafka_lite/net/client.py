@@ -264,6 +264,8 @@ class Client:
         """Idempotent. Fails in-flight requests with ``ClosedError`` and awaits every owned task."""
         if self._closed:
             return
+        if self._owner is not None:
+            self._owner.check_host()  # trio: IllegalStateError from another task, nothing closed
         self._closed = True
         err = E.ClosedError("client closed")
         for fut in self._coord_pending.values():
