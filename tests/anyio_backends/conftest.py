@@ -5,11 +5,25 @@ asyncio-only, so it runs on its own loop in a thread (``kafka_threaded_cluster_f
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from aiokafka_lite.testing.threaded import ThreadedCluster
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The Apache Kafka pass (``--kafka=apache``/container/external) runs the client suites
+    on asyncio elsewhere; these two-backend suites are for the embedded broker (each test
+    would start its own Apache Kafka through the threaded factory)."""
+    if config.getoption("--kafka") == "embedded" and not config.getoption("--kafka-bootstrap"):
+        return
+    here = str(Path(__file__).parent)
+    kept = [item for item in items if not str(item.path).startswith(here)]
+    if len(kept) != len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+        items[:] = kept
 
 
 @pytest.fixture(params=["asyncio", "trio"])
