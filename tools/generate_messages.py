@@ -412,7 +412,14 @@ class Generator:
         if e in ("string", "bytes"):
             return [f"{ind}{self._variant(e, w, flex, nullable)}({expr})"]
         if e == "records":
-            return [f"{ind}{self._variant('bytes', w, flex, 'True')}({expr})"]
+            if nullable == "True":
+                return [f"{ind}{self._variant('bytes', w, flex, 'True')}({expr})"]
+            # Records default to None in Python; where the schema does not allow null
+            # (e.g. ShareFetchResponse v1+), None goes out as empty records, as Kafka
+            # sends them: the Java client refuses a null there.
+            keep = f"{expr} is not None" if nullable == "False" else f"({nullable}) or {expr} is not None"
+            value = f'{expr} if {keep} else b""'
+            return [f"{ind}{self._variant('bytes', w, flex, nullable)}({value})"]
         # struct
         if nullable == "False":
             return [f"{ind}{expr}._encode({w}, v)"]

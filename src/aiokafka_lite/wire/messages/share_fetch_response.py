@@ -133,7 +133,7 @@ class ShareFetchResponse(Response):
             w.int16(self.acknowledge_error_code)
             w.compact_nullable_string(self.acknowledge_error_message)
             self.current_leader._encode(w, v)
-            w.compact_nullable_bytes(self.records)
+            w.compact_bytes(self.records if self.records is not None else b"")
             w.compact_array_len(self.acquired_records)
             for _acquired_records in self.acquired_records:
                 _acquired_records._encode(w, v)
