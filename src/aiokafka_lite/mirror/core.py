@@ -113,13 +113,16 @@ class _Listener:
         self._mirror = mirror
 
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
-        await self._mirror._on_assigned(assigned)
+        async with self._mirror._lock:
+            await self._mirror._on_assigned(assigned)
 
     async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
-        await self._mirror._on_revoked(revoked)
+        async with self._mirror._lock:
+            await self._mirror._on_revoked(revoked)
 
     async def on_partitions_lost(self, lost: set[TopicPartition]) -> None:
-        await self._mirror._on_lost(lost)
+        async with self._mirror._lock:
+            await self._mirror._on_lost(lost)
 
 
 def _split_options(
@@ -246,6 +249,10 @@ class Mirror:
         self._parts: dict[TopicPartition, _Partition] = {}
         self._targets: dict[str, TargetTopic] = {}
         self._stop = asyncio.Event()
+        # The group coordinator runs rebalance callbacks in its own task (a poll waits for
+        # them, but the copy loop may be between polls): one lock keeps copying,
+        # committing and the callbacks from interleaving.
+        self._lock = asyncio.Lock()
         self._running = False
         #: Stopping was cancelled: close without delivering or committing more.
         self._abandoned = False
@@ -363,11 +370,12 @@ class Mirror:
         try:
             while not self._stop.is_set():
                 batch = await consumer.getmany(timeout_ms=_POLL_MS)
-                for tp, records in batch.items():
-                    await self._copy(tp, records)
-                if loop.time() >= next_commit:
-                    await self._commit()
-                    next_commit = loop.time() + self.commit_interval_ms / 1000
+                async with self._lock:
+                    for tp, records in batch.items():
+                        await self._copy(tp, records)
+                    if loop.time() >= next_commit:
+                        await self._commit()
+                        next_commit = loop.time() + self.commit_interval_ms / 1000
             await self._finish()
         except asyncio.CancelledError:
             if self._stop.is_set():
@@ -396,9 +404,10 @@ class Mirror:
         """Deliver everything handed to the producer and commit its positions."""
         producer = self._producer
         assert producer is not None
-        if not self.exactly_once:
-            await producer.flush()
-        await self._commit()
+        async with self._lock:
+            if not self.exactly_once:
+                await producer.flush()
+            await self._commit()
 
     async def _copy(self, tp: TopicPartition, records: list[Record]) -> None:
         part = self._parts.get(tp)
