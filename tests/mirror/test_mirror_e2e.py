@@ -24,7 +24,7 @@ from aiokafka_lite import Admin, TopicPartition
 from aiokafka_lite import errors as E
 from aiokafka_lite.admin import ConfigResource, ConfigResourceType
 from aiokafka_lite.mirror import Mirror, target_partition
-from aiokafka_lite.wire.messages import TxnOffsetCommitRequest
+from aiokafka_lite.wire.messages import EndTxnRequest, TxnOffsetCommitRequest
 
 
 @contextlib.asynccontextmanager
@@ -288,3 +288,45 @@ async def test_exactly_once_a_failed_transaction_is_aborted_and_its_records_copi
 async def _all_positions_of(mirror: Mirror, partitions: int, offset: int) -> bool:
     parts = mirror.stats().partitions
     return len(parts) == partitions and all(p.position == offset for p in parts.values())
+
+
+@pytest.mark.kafka_embedded
+async def test_exactly_once_rebalance_while_a_transaction_commits(clusters: tuple[Any, Any]) -> None:
+    """The group runs rebalance callbacks in its own task: a second instance joining
+    while the first is committing a (slow) transaction must not make them interleave."""
+    source, target = clusters
+    await create_topics(source.bootstrap, {"slow": 4})
+    await produce(source.bootstrap, "slow", 4, 50)
+    target.add_latency(EndTxnRequest, 0.3)  # every commit takes a while: a rebalance lands in one
+
+    def instance(name: str) -> Mirror:
+        return Mirror(
+            source.bootstrap,
+            target.bootstrap,
+            include="slow",
+            group_id="slow-mirror",
+            exactly_once=True,
+            instance_id=name,
+            commit_interval_ms=50,
+            source_options=FAST_SOURCE,
+        )
+
+    first, second = instance("a"), instance("b")
+    async with running(first) as first_task:
+        await wait_for(lambda: _positions_known(first, 4), "the first instance copying")
+        await produce(source.bootstrap, "slow", 4, 50, start=50)
+        async with running(second) as second_task:
+
+            async def split() -> bool:
+                assert not first_task.done(), first_task
+                assert not second_task.done(), second_task
+                return len(first.stats().partitions) == 2 and len(second.stats().partitions) == 2
+
+            await wait_for(split, "the partitions split between the instances")
+            records = await read_all(target.bootstrap, "slow", 400, read_committed=True)
+    assert by_partition(records) == {p: [record_value("slow", p, i) for i in range(100)] for p in range(4)}
+
+
+async def _positions_known(mirror: Mirror, partitions: int) -> bool:
+    parts = mirror.stats().partitions
+    return len(parts) == partitions and all(p.position is not None for p in parts.values())
