@@ -434,6 +434,8 @@ class GroupCoordinator:
     def _interrupted_by_close(self) -> bool:
         """True when the CancelledError came from ``close`` cancelling in-flight I/O
         (not from someone cancelling the loop task itself)."""
+        if asyncio._get_running_loop() is None:  # trio: only _io_trio raises CancelledError
+            return self._closing
         task = asyncio.current_task()
         return self._closing and (task is None or task.cancelling() == 0)
 
