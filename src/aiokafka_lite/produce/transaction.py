@@ -49,10 +49,11 @@ import asyncio
 import copy
 import enum
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
+from aiokafka_lite import _backend
 from aiokafka_lite import errors as E
 from aiokafka_lite.net import Client, CoordinatorType, Lane
 from aiokafka_lite.structs import TopicPartition
@@ -563,13 +564,12 @@ class Transactions:
         else:
             if self._closed:
                 raise E.ProducerClosedError("producer is closed")
-            task = asyncio.get_running_loop().create_task(_as_coroutine(factory), name=f"txn-{name}")
-            task.add_done_callback(_retrieve)
+            task = self._spawn(_as_coroutine(factory), f"txn-{name}")
             self._op = (name, task)
         timeout = self._cfg.max_block_ms if timeout_ms is None else timeout_ms
         try:
-            async with asyncio.timeout(timeout / 1000):
-                result = await asyncio.shield(task)
+            async with _backend.timeout(timeout / 1000):
+                result = await _backend.shield(task)
         except TimeoutError:
             if not task.done():
                 raise E.KafkaTimeoutError(
@@ -599,8 +599,23 @@ class Transactions:
         tasks = [t for t in (self._add_task, self._op[1] if self._op else None) if t is not None]
         for t in tasks:
             t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await _backend.gather(*tasks, return_exceptions=True)
         self._add_task = None
+
+    def _spawn(self, coro: Coroutine[Any, Any, T], name: str) -> asyncio.Task[T]:
+        """asyncio: a task whose outcome is always retrieved; trio: a task in the
+        client's task group (the producer closes this session before its client)."""
+        running = asyncio._get_running_loop()
+        if running is not None:
+            task = running.create_task(coro, name=name)
+            task.add_done_callback(_retrieve)
+            return task
+        owner = self._client_of()._owner
+        if owner is None:
+            coro.close()
+            raise E.ProducerClosedError("the producer's client is closed")
+        handle: asyncio.Task[T] = owner.spawn(coro, name)
+        return handle
         self._op = None
 
     # -- coordinator requests ------------------------------------------------------------------
@@ -660,7 +675,7 @@ class Transactions:
             delay = self._backoff_ms(attempt, code)
             attempt += 1
             log.debug("%s for %r failed (%s); retrying in %.0f ms", what, key, err, delay)
-            await asyncio.sleep(delay / 1000)
+            await _backend.sleep(delay / 1000)
 
     async def _txn_send(
         self,
@@ -755,16 +770,13 @@ class Transactions:
 
     def _schedule_add(self) -> None:
         if self._add_task is None and not self._closed:
-            self._add_task = asyncio.get_running_loop().create_task(
-                self._add_partitions(), name="txn-add-partitions"
-            )
-            self._add_task.add_done_callback(_retrieve)
+            self._add_task = self._spawn(self._add_partitions(), "txn-add-partitions")
 
     async def _add_partitions(self) -> None:
         m = self.manager
         tps: set[TopicPartition] = set()
         try:
-            await asyncio.sleep(0)  # partitions created in the same burst share one request
+            await _backend.sleep(0)  # partitions created in the same burst share one request
             while m.has_new_partitions and m.state in _SENDING:
                 tps = m.take_new_partitions()
                 try:
@@ -776,7 +788,7 @@ class Transactions:
                     return
                 m.partitions_added(tps)
                 tps = set()
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, _backend.cancelled_exc()):
             m.partitions_uncertain(tps)
             raise
         finally:
@@ -814,7 +826,7 @@ class Transactions:
     async def _wait_add_task(self) -> None:
         task = self._add_task
         while task is not None:
-            await asyncio.wait([task])
+            await _wait_done(task)
             task = self._add_task if self._add_task is not task else None
 
     # -- offsets ------------------------------------------------------------------------------
@@ -966,9 +978,9 @@ class Transactions:
             # leave the transaction open, e.g. at close, until Kafka times it out, holding
             # back every read_committed consumer of its partitions.)
             timeout = self._cfg.max_block_ms if timeout_ms is None else timeout_ms
-            loop = asyncio.get_running_loop()
+            loop = _backend.loop()
             start = loop.time()
-            await asyncio.wait([op[1]], timeout=timeout / 1000)
+            await _wait_done(op[1], timeout / 1000)
             timeout_ms = max(timeout - (loop.time() - start) * 1000, 0.0)
             op = self._op
         if not (op is not None and op[0] == "abort_transaction"):
@@ -982,7 +994,7 @@ class Transactions:
         add = self._add_task
         if add is not None:
             add.cancel()  # its partitions count as maybe added
-            await asyncio.wait([add])
+            await _wait_done(add)
         self._wake_sender()  # fails the batches not sent yet
         await self._flush()  # and waits for those in flight
         if m.state is S.FATAL_ERROR:  # e.g. a batch learnt that we are fenced
@@ -1016,6 +1028,21 @@ def _add_partitions_error(resp: Response) -> int:
 
 async def _as_coroutine(factory: Callable[[], Awaitable[T]]) -> T:
     return await factory()
+
+
+async def _wait_done(task: Any, timeout_s: float | None = None) -> None:
+    """``asyncio.wait([task], timeout=...)``: until the task is done (its outcome is
+    left to its owner), at most ``timeout_s``."""
+    if asyncio._get_running_loop() is not None:
+        await asyncio.wait([task], timeout=timeout_s)
+        return
+    import anyio
+
+    with anyio.move_on_after(float("inf") if timeout_s is None else timeout_s):
+        try:
+            await task  # awaiting a trio task never cancels it
+        except Exception:
+            pass
 
 
 def _retrieve(task: asyncio.Task[Any]) -> None:
