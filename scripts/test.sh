@@ -64,7 +64,8 @@ fi
 CLIENT_SUITES=(tests/produce tests/fetch tests/groups tests/transactions tests/admin tests/net
     tests/cli tests/examples tests/spark tests/interop tests/otel tests/workers tests/log_handler
     tests/mirror tests/test_health.py tests/test_demo.py)
-CLIENT_SUBSET_40=(tests/test_demo.py tests/examples tests/produce tests/fetch tests/admin)
+CLIENT_SUBSET_40=(tests/test_demo.py tests/examples tests/produce tests/fetch tests/admin
+    tests/groups/test_consumer_protocol_e2e.py)
 
 # The Apache passes spend most of their time waiting (JVM start-up, group rebalances,
 # broker restarts), so they run beside the embedded pass rather than after it; their
