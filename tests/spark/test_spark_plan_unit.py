@@ -414,3 +414,46 @@ def test_planning_imports_without_pyspark_and_register_explains() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert "IMPORT-ERROR aiokafka_lite.spark needs pyspark>=4.0 with pyarrow" in out.stdout
+
+
+def test_min_offsets_per_trigger_delays_like_spark() -> None:
+    from aiokafka_lite.spark.offsets import delay_batch
+
+    # The first trigger (nothing ran yet) is never delayed.
+    assert delay_batch(3, 10, now_ms=1_000_000, last_trigger_ms=0, max_delay_ms=60_000) == (False, 1_000_000)
+    # Too few new offsets, the delay not over: skip, the last-trigger time stays.
+    assert delay_batch(3, 10, now_ms=1_030_000, last_trigger_ms=1_000_000, max_delay_ms=60_000) == (
+        True,
+        1_000_000,
+    )
+    # Enough new offsets: run.
+    assert delay_batch(10, 10, now_ms=1_030_000, last_trigger_ms=1_000_000, max_delay_ms=60_000) == (
+        False,
+        1_030_000,
+    )
+    # maxTriggerDelay over: run whatever there is.
+    assert delay_batch(1, 10, now_ms=1_060_000, last_trigger_ms=1_000_000, max_delay_ms=60_000) == (
+        False,
+        1_060_000,
+    )
+
+
+def test_min_offsets_per_trigger_options() -> None:
+    opts = parse_source_options({**BOOT, "subscribe": "t"}, streaming=True)
+    assert opts.min_offsets_per_trigger is None and opts.max_trigger_delay_ms == 15 * 60 * 1000
+    opts = parse_source_options(
+        {**BOOT, "subscribe": "t", "minOffsetsPerTrigger": "5", "maxTriggerDelay": "30s"}, streaming=True
+    )
+    assert opts.min_offsets_per_trigger == 5 and opts.max_trigger_delay_ms == 30_000
+    for text, ms in (("250", 250), ("2m", 120_000), ("1h", 3_600_000), ("10min", 600_000)):
+        got = parse_source_options({**BOOT, "subscribe": "t", "maxTriggerDelay": text}, streaming=True)
+        assert got.max_trigger_delay_ms == ms
+    with pytest.raises(
+        ConfigError, match="minOffsetsPerTrigger \\(10\\) must not exceed maxOffsetsPerTrigger \\(5\\)"
+    ):
+        parse_source_options(
+            {**BOOT, "subscribe": "t", "minOffsetsPerTrigger": "10", "maxOffsetsPerTrigger": "5"},
+            streaming=True,
+        )
+    with pytest.raises(ConfigError, match="maxTriggerDelay: expected a duration"):
+        parse_source_options({**BOOT, "subscribe": "t", "maxTriggerDelay": "soon"}, streaming=True)

@@ -47,6 +47,9 @@ Reading options (names are case-insensitive, as everywhere in Spark):
 ``maxOffsetsPerTrigger``               streaming: offsets per micro-batch (pyspark >= 4.2),
                                        prorated over the partitions by backlog exactly
                                        as the built-in source does
+``minOffsetsPerTrigger`` /             streaming: skip a trigger while fewer new offsets
+``maxTriggerDelay``                    are available, unless the delay (default ``15m``)
+                                       passed since the last batch (as the built-in)
 ``isolation.level``                    ``read_uncommitted`` (default) or ``read_committed``
 ``failOnDataLoss``                     ``true`` (default): fail when offsets to read were
                                        deleted; ``false``: skip them

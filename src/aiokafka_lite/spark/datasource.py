@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 import logging
 import operator
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +45,7 @@ from aiokafka_lite.fetch import Record
 from . import kafka_io, workers
 from .offsets import (
     OffsetRange,
+    delay_batch,
     from_offset_dict,
     limit_end_offsets,
     plan_ranges,
@@ -243,6 +245,7 @@ class KafkaStreamReader(DataSourceStreamReader):  # type: ignore[misc,unused-ign
         self.opts = opts
         self.schema = schema
         self._target: dict[Any, int] | None = None  # Trigger.AvailableNow cap
+        self._last_trigger_ms = 0  # minOffsetsPerTrigger: when a batch last ran
 
     def initialOffset(self) -> dict[str, Any]:
         return to_offset_dict(kafka_io.initial_offsets(self.opts))
@@ -261,6 +264,18 @@ class KafkaStreamReader(DataSourceStreamReader):  # type: ignore[misc,unused-ign
         if start is None:
             return to_offset_dict(latest)
         begin = from_offset_dict(start)
+        min_rows = self.opts.min_offsets_per_trigger
+        if min_rows is not None and self._target is None:  # Trigger.AvailableNow ignores it
+            new_records = sum(max(off - begin.get(tp, 0), 0) for tp, off in latest.items())
+            delay, self._last_trigger_ms = delay_batch(
+                new_records,
+                min_rows,
+                int(time.time() * 1000),
+                self._last_trigger_ms,
+                self.opts.max_trigger_delay_ms,
+            )
+            if delay:
+                return dict(start)  # no new offsets: Spark runs no batch this trigger
         max_rows = self._max_rows(limit)
         if max_rows is not None:
             new = [tp for tp in latest if tp not in begin]

@@ -257,3 +257,17 @@ def limit_end_offsets(
         take = math.ceil(prorate) if prorate < 1 else math.floor(prorate)
         end[tp] = min(last, start.get(tp, 0) + take)
     return end
+
+
+def delay_batch(
+    new_records: int, min_records: int, now_ms: int, last_trigger_ms: int, max_delay_ms: int
+) -> tuple[bool, int]:
+    """minOffsetsPerTrigger / maxTriggerDelay, as Spark's built-in Kafka source decides:
+    skip this trigger (``True``) while fewer than ``min_records`` new offsets are
+    available, unless ``max_delay_ms`` passed since the last trigger that ran a batch.
+    Returns the decision and the new last-trigger time."""
+    if now_ms - last_trigger_ms >= max_delay_ms:
+        return False, now_ms
+    if new_records < min_records:
+        return True, last_trigger_ms
+    return False, now_ms

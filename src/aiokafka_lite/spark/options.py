@@ -60,6 +60,8 @@ _SOURCE_KEYS = {
     "maxrecordsperpartition",
     "minpartitions",
     "maxoffsetspertrigger",
+    "minoffsetspertrigger",
+    "maxtriggerdelay",
     "failondataloss",
     "kafkaconsumer.polltimeoutms",
     "isolation.level",
@@ -145,6 +147,29 @@ def _int(key: str, text: str, minimum: int | None = None) -> int:
         raise ConfigError(f"{key}: expected an integer, got {text!r}") from None
     if minimum is not None and value < minimum:
         raise ConfigError(f"{key}: must be >= {minimum}, got {value}")
+    return value
+
+
+# Spark's time strings (JavaUtils.timeStringAsMs): a number and an optional unit, ms default.
+_TIME_UNITS_MS = {
+    "us": 0.001,
+    "ms": 1,
+    "s": 1000,
+    "m": 60_000,
+    "min": 60_000,
+    "h": 3_600_000,
+    "d": 86_400_000,
+}
+_TIME_STRING = re.compile(r"(-?[0-9]+)([a-z]+)?")
+
+
+def _duration_ms(key: str, text: str) -> int:
+    match = _TIME_STRING.fullmatch(text.strip().lower())
+    if match is None or (match.group(2) and match.group(2) not in _TIME_UNITS_MS):
+        raise ConfigError(f"{key}: expected a duration such as 15m, 30s or 500ms, got {text!r}")
+    value = int(int(match.group(1)) * _TIME_UNITS_MS[match.group(2) or "ms"])
+    if value < 0:
+        raise ConfigError(f"{key}: must not be negative, got {text!r}")
     return value
 
 
@@ -403,6 +428,8 @@ class SourceOptions:
     max_records_per_partition: int | None = None
     min_partitions: int | None = None
     max_offsets_per_trigger: int | None = None
+    min_offsets_per_trigger: int | None = None
+    max_trigger_delay_ms: int = 15 * 60 * 1000
     fail_on_data_loss: bool = True
     poll_timeout_ms: int = 120000
 
@@ -439,6 +466,13 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
     max_records = opts.get("maxrecordsperpartition")
     min_parts = opts.get("minpartitions")
     max_trigger = opts.get("maxoffsetspertrigger")
+    min_trigger = opts.get("minoffsetspertrigger")
+    max_per_trigger = _int("maxOffsetsPerTrigger", max_trigger, 1) if max_trigger else None
+    min_per_trigger = _int("minOffsetsPerTrigger", min_trigger, 1) if min_trigger else None
+    if max_per_trigger is not None and min_per_trigger is not None and min_per_trigger > max_per_trigger:
+        raise ConfigError(
+            f"minOffsetsPerTrigger ({min_per_trigger}) must not exceed maxOffsetsPerTrigger ({max_per_trigger})"
+        )
     return SourceOptions(
         kafka=kafka,
         subscription=subscription,
@@ -447,7 +481,9 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         consumer=consumer,
         max_records_per_partition=_int("maxRecordsPerPartition", max_records, 1) if max_records else None,
         min_partitions=_int("minPartitions", min_parts, 1) if min_parts else None,
-        max_offsets_per_trigger=_int("maxOffsetsPerTrigger", max_trigger, 1) if max_trigger else None,
+        max_offsets_per_trigger=max_per_trigger,
+        min_offsets_per_trigger=min_per_trigger,
+        max_trigger_delay_ms=_duration_ms("maxTriggerDelay", opts.get("maxtriggerdelay", "15m")),
         fail_on_data_loss=_bool("failOnDataLoss", opts.get("failondataloss", "true")),
         poll_timeout_ms=_int(
             "kafkaConsumer.pollTimeoutMs", opts.get("kafkaconsumer.polltimeoutms", "120000"), 1
