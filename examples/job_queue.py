@@ -32,6 +32,7 @@ from collections import Counter
 from aiokafka_lite import Admin, Consumer, NewTopic, Producer, Record
 from aiokafka_lite.admin.types import ConfigResource
 from aiokafka_lite.broker import EmbeddedCluster
+from aiokafka_lite.errors import UnsupportedVersionError
 from aiokafka_lite.share import ShareConsumer, ShareRecord, ShareWorkers
 
 PARTITIONS = 2
@@ -61,6 +62,12 @@ async def main(bootstrap: str | None, workers: int, job_count: int) -> None:
         dead_letters = f"{topic}.dlt"
         group = f"{topic}-workers"
         admin = await stack.enter_async_context(Admin(bootstrap))
+        probe = (await admin.describe_share_groups([group]))[group].error
+        if isinstance(probe, UnsupportedVersionError):
+            raise SystemExit(
+                f"this Kafka has no share groups ({probe}): job_queue needs Apache Kafka 4.2 "
+                "or later (or the embedded broker)"
+            )
         (
             await admin.create_topics(
                 [NewTopic(topic, partitions=PARTITIONS), NewTopic(dead_letters, partitions=1)]

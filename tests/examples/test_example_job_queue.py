@@ -8,6 +8,7 @@ import re
 from examples_testlib import load_example, run_example
 
 from aiokafka_lite.admin import Admin
+from aiokafka_lite.errors import UnsupportedVersionError
 
 
 def check_output(out: str, jobs: int, workers: int) -> None:
@@ -38,6 +39,14 @@ def test_job_queue_example() -> None:
 
 
 async def test_job_queue_example_against_a_given_cluster(kafka_bootstrap: str) -> None:
+    async with Admin(kafka_bootstrap) as admin:
+        probe = (await admin.describe_share_groups(["job-queue-probe"]))["job-queue-probe"].error
+        if isinstance(probe, UnsupportedVersionError):  # Kafka 4.0: the example says why it cannot run
+            proc = run_example("job_queue", "--bootstrap", kafka_bootstrap)
+            assert proc.returncode != 0
+            assert "has no share groups" in proc.stderr and "4.2" in proc.stderr, proc.stderr
+            assert "Traceback" not in proc.stderr, proc.stderr
+            return
     proc = run_example("job_queue", "--bootstrap", kafka_bootstrap, "--workers", "4", "--jobs", "150")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     check_output(proc.stdout, jobs=150, workers=4)
