@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 import subprocess
@@ -55,6 +56,21 @@ def test_murmur2_all_java_vectors() -> None:
         if murmur2(key) != h or key_partition(key, n) != p
     ]
     assert mismatches == []
+
+
+def test_murmur2_c_and_python_twins_agree_with_java() -> None:
+    """The default partitioner uses the C twin when the extension is built; both twins
+    must give Java's hash for every stored vector (and the pure one stays the fallback)."""
+    from aiokafka_lite.produce import partitioner
+    from aiokafka_lite.wire.records._backend import c_ext
+
+    if os.environ.get("AIOKAFKA_LITE_REQUIRE_EXTENSIONS") == "1":
+        assert c_ext is not None, "the C extension was not built"
+    twins = [partitioner._murmur2_u32_py] + ([c_ext.murmur2_u32] if c_ext is not None else [])
+    for twin in twins:
+        signed = [h - (1 << 32) if h & 0x80000000 else h for h in (twin(k) for k, _, _ in _vectors())]
+        assert signed == [h for _, h, _ in _vectors()], twin
+        assert twin(bytearray(b"21")) == twin(memoryview(b"21")) == 3321034988
 
 
 def test_murmur2_published_kafka_values() -> None:

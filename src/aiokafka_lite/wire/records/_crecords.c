@@ -1109,7 +1109,50 @@ static PyTypeObject WriterType = {
 
 /* ------------------------------------------------------------------ module */
 
+/* murmur2_u32(data) -> int: MurmurHash2 (32-bit, seed 0x9747b28c) as the Java client's
+ * Utils.murmur2 computes it, as an unsigned value. The default partitioner hashes every
+ * keyed record with it, so it belongs with the other per-record hot loops. */
+static PyObject *
+murmur2_u32(PyObject *self, PyObject *arg)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const unsigned char *data = (const unsigned char *)view.buf;
+    Py_ssize_t length = view.len;
+    const uint32_t m = 0x5bd1e995u;
+    uint32_t h = 0x9747b28cu ^ (uint32_t)length;
+    Py_ssize_t words = length >> 2;
+    for (Py_ssize_t i = 0; i < words; i++) {
+        const unsigned char *p = data + 4 * i;
+        uint32_t k = (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+        k *= m;
+        k ^= k >> 24;
+        k *= m;
+        h *= m;
+        h ^= k;
+    }
+    const unsigned char *tail = data + (length & ~(Py_ssize_t)3);
+    switch (length & 3) {
+    case 3:
+        h ^= (uint32_t)tail[2] << 16;
+        /* fall through */
+    case 2:
+        h ^= (uint32_t)tail[1] << 8;
+        /* fall through */
+    case 1:
+        h ^= (uint32_t)tail[0];
+        h *= m;
+    }
+    h ^= h >> 13;
+    h *= m;
+    h ^= h >> 15;
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong((unsigned long)h);
+}
+
 static PyMethodDef module_methods[] = {
+    {"murmur2_u32", murmur2_u32, METH_O, "murmur2_u32(data) -> Java's murmur2 hash, unsigned"},
     {"setup", setup, METH_VARARGS, "setup(Record, CorruptRecordError)"},
     {"decode_records", (PyCFunction)(void (*)(void))decode_records, METH_FASTCALL,
      "decode_records(data, start, end, count, base_offset, base_timestamp, log_append_time)"},
