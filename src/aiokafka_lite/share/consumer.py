@@ -35,10 +35,11 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from aiokafka_lite import _backend
 from aiokafka_lite import errors as E
 from aiokafka_lite.fetch.decode import parse_partition
 from aiokafka_lite.health import Health, build_health
@@ -75,13 +76,13 @@ class _Node:
     """One broker's share session and the task serving it."""
 
     session: ShareSession
-    wake: asyncio.Event = field(default_factory=asyncio.Event)
-    task: asyncio.Task[None] | None = None
+    wake: Any = field(default_factory=_backend.event)  # asyncio.Event, or the trio backend's
+    task: Any = None  # asyncio.Task, or on trio a task in the client's task group
     buffered: int = 0  # records fetched from this broker and not handed out yet
 
 
 class ShareConsumer:
-    """An asyncio share-group consumer (see the module docstring).
+    """A share-group consumer on asyncio or trio (see the module docstring).
 
     ``bootstrap_servers`` (or ``client=``, a shared ``Client``) says where Kafka is.
     Other keyword options are :class:`ShareConsumerConfig` fields, or ``ClientConfig``
@@ -138,12 +139,12 @@ class ShareConsumer:
         self._buffer: deque[tuple[int, list[ShareRecord]]] = deque()  # (node id, records)
         # Records acknowledged RENEW: handed out again once the broker renewed their lock.
         self._renewing: dict[tuple[TopicPartition, int], ShareRecord] = {}
-        self._arrived = asyncio.Event()  # records, an error, or an assignment change
+        self._arrived: Any = asyncio.Event()  # records, an error, or an assignment change
         self._error: E.KafkaError | None = None
-        self._assignment_changed = asyncio.Event()
-        self._heartbeat_task: asyncio.Task[None] | None = None
-        self._manager_task: asyncio.Task[None] | None = None
-        self._commit_waiters: dict[TopicPartition, list[asyncio.Future[AckResult]]] = {}
+        self._assignment_changed: Any = asyncio.Event()
+        self._heartbeat_task: Any = None  # asyncio.Task, or a task of the client's (trio)
+        self._manager_task: Any = None
+        self._commit_waiters: dict[TopicPartition, list[Any]] = {}  # futures of commit()
         self._flush = 0  # commit() calls waiting: send acknowledgements now
         self._fetch_params = FetchParams(
             max_wait_ms=self.config.fetch_max_wait_ms,
@@ -248,9 +249,22 @@ class ShareConsumer:
             return
         await self._client.start()
         self._client.track_topics(self._membership.topics)
+        if asyncio._get_running_loop() is None:
+            # trio: events of this run; tasks go in the client's task group.
+            self._arrived = _backend.event()
+            self._assignment_changed = _backend.event()
         self._started = True
-        self._heartbeat_task = asyncio.create_task(self._heartbeat_loop(), name="share-heartbeat")
-        self._manager_task = asyncio.create_task(self._manage_nodes(), name="share-nodes")
+        self._heartbeat_task = self._spawn(self._heartbeat_loop(), "share-heartbeat")
+        self._manager_task = self._spawn(self._manage_nodes(), "share-nodes")
+
+    def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> Any:
+        if asyncio._get_running_loop() is not None:
+            return asyncio.create_task(coro, name=name)
+        owner = self._client._owner
+        if owner is None:
+            coro.close()
+            raise E.ClosedError("the share consumer's client is not started")
+        return owner.spawn(coro, name)
 
     async def __aenter__(self) -> ShareConsumer:
         await self.start()
@@ -268,6 +282,7 @@ class ShareConsumer:
         if self._closed or self._closing:
             return
         self._closing = True
+        self._arrived.set()  # a poll waiting in another task returns (empty)
         try:
             if self._started:
                 limit = (self.config.default_api_timeout_ms if timeout_ms is None else timeout_ms) / 1000
@@ -284,17 +299,17 @@ class ShareConsumer:
                 if self._manager_task is not None:
                     self._manager_task.cancel()
                 if tasks:
-                    _, late = await asyncio.wait(tasks, timeout=limit)
-                    for task in late:
+                    await _wait_tasks(tasks, limit)
+                    for task in tasks:
                         task.cancel()
-                    await asyncio.gather(*late, return_exceptions=True)
+                    await _gather_tasks(tasks)
                 await self._leave(limit)
         finally:
             own = [t for t in (self._heartbeat_task, self._manager_task) if t is not None]
             own += [n.task for n in self._nodes.values() if n.task is not None]
             for own_task in own:
                 own_task.cancel()
-            await asyncio.gather(*own, return_exceptions=True)
+            await _gather_tasks(own)
             for waiters in self._commit_waiters.values():
                 for fut in waiters:
                     if not fut.done():
@@ -308,7 +323,7 @@ class ShareConsumer:
     async def _leave(self, limit_s: float) -> None:
         if self._heartbeat_task is not None:
             self._heartbeat_task.cancel()
-            await asyncio.gather(self._heartbeat_task, return_exceptions=True)
+            await _gather_tasks([self._heartbeat_task])
         request = self._membership.leave_request()
         if request is None:
             return
@@ -377,7 +392,7 @@ class ShareConsumer:
                 )
         elif self._tracker.accept_delivered():
             self._wake_all()
-        loop = asyncio.get_running_loop()
+        loop = _backend.loop()
         deadline = None if timeout_ms is None else loop.time() + timeout_ms / 1000
         while True:
             if self._buffer:
@@ -388,7 +403,7 @@ class ShareConsumer:
             if remaining is not None and remaining <= 0:
                 return []
             try:
-                async with asyncio.timeout(remaining):
+                async with _backend.timeout(remaining):
                     await self._arrived.wait()
             except TimeoutError:
                 return []
@@ -466,17 +481,17 @@ class ShareConsumer:
         tps = self._tracker.with_pending()
         if not tps:
             return {}
-        loop = asyncio.get_running_loop()
-        waiters: dict[TopicPartition, asyncio.Future[AckResult]] = {}
+        loop = _backend.loop()
+        waiters: dict[TopicPartition, Any] = {}
         for tp in tps:
-            fut: asyncio.Future[AckResult] = loop.create_future()
+            fut = loop.create_future()
             self._commit_waiters.setdefault(tp, []).append(fut)
             waiters[tp] = fut
         self._flush += 1
         self._wake_all()
         limit = (self.config.default_api_timeout_ms if timeout_ms is None else timeout_ms) / 1000
         try:
-            await asyncio.wait(waiters.values(), timeout=limit)
+            await _wait_tasks(list(waiters.values()), limit)
         finally:
             self._flush -= 1
         out: dict[TopicPartition, E.KafkaError | None] = {}
@@ -525,14 +540,14 @@ class ShareConsumer:
 
     async def _heartbeat_loop(self) -> None:
         ms = self._membership
-        loop = asyncio.get_running_loop()
+        loop = _backend.loop()
         client = self._client
         coordinator = -1
         while ms.active:
             now = loop.time() * 1000
             wait_ms = ms.ms_until_heartbeat(now)
             if wait_ms > 0:
-                await asyncio.sleep(wait_ms / 1000)
+                await _backend.sleep(wait_ms / 1000)
                 continue
             try:
                 if ms.coordinator_unknown:
@@ -600,19 +615,17 @@ class ShareConsumer:
                 if node is None:
                     node = self._nodes[node_id] = _Node(ShareSession(self.group_id, self.member_id, node_id))
                 if node.task is None or node.task.done():
-                    node.task = asyncio.create_task(
-                        self._session_loop(node_id), name=f"share-session-{node_id}"
-                    )
+                    node.task = self._spawn(self._session_loop(node_id), f"share-session-{node_id}")
                 node.wake.set()
             self._assignment_changed.clear()
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(_IDLE_RECHECK_S):
+                async with _backend.timeout(_IDLE_RECHECK_S):
                     await self._assignment_changed.wait()
 
     async def _session_loop(self, node_id: int) -> None:
         node = self._nodes[node_id]
         session = node.session
-        loop = asyncio.get_running_loop()
+        loop = _backend.loop()
         attempt = 0
         while True:
             wanted = {} if self._closing else self._wanted().get(node_id, {})
@@ -649,7 +662,7 @@ class ShareConsumer:
                     await self._share_fetch(node, {}, [], loop)
                 else:
                     with contextlib.suppress(TimeoutError):
-                        async with asyncio.timeout(_IDLE_RECHECK_S):
+                        async with _backend.timeout(_IDLE_RECHECK_S):
                             await node.wake.wait()
                     continue
                 attempt = 0
@@ -662,7 +675,7 @@ class ShareConsumer:
                 if isinstance(exc, E.KafkaConnectionError) or getattr(exc, "invalidates_metadata", False):
                     self._client.request_metadata_refresh()
                 attempt += 1
-                await asyncio.sleep(self._client._retry_backoff(attempt - 1))
+                await _backend.sleep(self._client._retry_backoff(attempt - 1))
 
     def _take_acks(
         self, tps: Iterable[TopicPartition]
@@ -714,7 +727,7 @@ class ShareConsumer:
         self._acks_answered(names, dict.fromkeys(names, exc), sent_at)
 
     async def _share_acknowledge(
-        self, node: _Node, tps: list[TopicPartition], loop: asyncio.AbstractEventLoop, *, close: bool = False
+        self, node: _Node, tps: list[TopicPartition], loop: _backend.Loop, *, close: bool = False
     ) -> None:
         session = node.session
         acks, names = self._take_acks(tps)
@@ -751,7 +764,7 @@ class ShareConsumer:
         node: _Node,
         wanted: dict[TopicIdPartition, TopicPartition],
         ack_tps: list[TopicPartition],
-        loop: asyncio.AbstractEventLoop,
+        loop: _backend.Loop,
     ) -> None:
         session = node.session
         acks, names = self._take_acks(tp for tp in ack_tps if session.open)
@@ -867,6 +880,29 @@ class ShareConsumer:
         elif error is not None:
             self._arrived.set()
         return len(records)
+
+
+async def _wait_tasks(aws: Sequence[Any], limit_s: float) -> None:
+    """Wait up to ``limit_s`` for every task or future to finish, cancelling none."""
+    if asyncio._get_running_loop() is not None:
+        await asyncio.wait(aws, timeout=limit_s)
+        return
+    import anyio
+
+    with anyio.move_on_after(limit_s):
+        for aw in aws:
+            with contextlib.suppress(Exception):  # its outcome is read by the caller
+                await aw  # awaiting a trio backend task or future never cancels it
+
+
+async def _gather_tasks(tasks: Sequence[Any]) -> None:
+    """Wait for (cancelled) tasks to end, their errors retrieved and dropped."""
+    if asyncio._get_running_loop() is not None:
+        await asyncio.gather(*tasks, return_exceptions=True)
+        return
+    for task in tasks:
+        with contextlib.suppress(Exception):  # cancelled (FutureCancelledError) or crashed
+            await task
 
 
 def _as_kafka_error(exc: BaseException | None) -> E.KafkaError:

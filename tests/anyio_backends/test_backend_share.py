@@ -1,0 +1,140 @@
+"""The ShareConsumer on asyncio and on trio: two members consume a topic once between
+them, a released record is delivered again, commit answers per partition, and close
+leaves no task behind."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from aiokafka_lite import Admin, NewTopic, Producer
+from aiokafka_lite.admin.types import ConfigResource
+from aiokafka_lite.share import AcknowledgeType, ShareConsumer, ShareRecord
+from aiokafka_lite.structs import TopicPartition as TP
+from aiokafka_lite.testing.threaded import ThreadedCluster
+
+from .conftest import FAST, UnretrievedErrors, client_tasks_running
+
+pytestmark = pytest.mark.anyio
+
+
+async def _prepare(bootstrap: str, topic: str, group: str, partitions: int, count: int) -> set[bytes]:
+    """A topic holding ``count`` records and a share group that starts at the earliest."""
+    async with Admin(bootstrap, **FAST) as admin:
+        (
+            await admin.create_topics([NewTopic(topic, partitions=partitions, replication_factor=1)])
+        ).raise_errors()
+        results = await admin.incremental_alter_configs(
+            {ConfigResource.group(group): {"share.auto.offset.reset": "earliest"}}
+        )
+        assert all(r.error is None for r in results.values()), results
+    values = {f"{topic}-{i}".encode() for i in range(count)}
+    async with Producer(bootstrap, linger_ms=2, **FAST) as producer:
+        for v in sorted(values):
+            await producer.enqueue(topic, v)
+        await producer.flush()
+    return values
+
+
+async def test_two_share_members_consume_every_record_once(
+    anyio_backend: str, threaded_cluster: ThreadedCluster
+) -> None:
+    bootstrap = threaded_cluster.bootstrap
+    topic, group = f"share-two-{anyio_backend}", f"share-g-two-{anyio_backend}"
+    sent = await _prepare(bootstrap, topic, group, 3, 300)
+    seen: list[bytes] = []
+    unretrieved = UnretrievedErrors()
+
+    iterating = anyio.CancelScope()
+
+    async def member(via_iterator: bool) -> None:
+        async with ShareConsumer(bootstrap, group_id=group, topics=topic, **FAST) as consumer:
+            if via_iterator:
+                with iterating:  # cancelled once the other member saw the last record
+                    async for record in consumer:
+                        seen.append(record.value)
+                        if len(seen) >= len(sent):
+                            break
+            else:
+                while len(seen) < len(sent):
+                    seen.extend(r.value for r in await consumer.poll(timeout_ms=200))
+            await consumer.commit()  # implicit mode: the last records are accepted
+            iterating.cancel()
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(member, True)
+            tg.start_soon(member, False)
+    assert sorted(seen) == sorted(sent)  # every record once across the two members
+    assert client_tasks_running() == []
+    assert unretrieved.check() == []
+
+    # Everything was accepted: a later member gets nothing.
+    async with ShareConsumer(bootstrap, group_id=group, topics=topic, **FAST) as late:
+        assert await late.poll(timeout_ms=1500) == []
+    assert client_tasks_running() == []
+
+
+async def _poll_until(consumer: ShareConsumer, want: int) -> list[ShareRecord]:
+    out: list[ShareRecord] = []
+    with anyio.fail_after(30):
+        while len(out) < want:
+            out += await consumer.poll(timeout_ms=300)
+    return out
+
+
+async def test_released_record_is_delivered_again(
+    anyio_backend: str, threaded_cluster: ThreadedCluster
+) -> None:
+    bootstrap = threaded_cluster.bootstrap
+    topic, group = f"share-rel-{anyio_backend}", f"share-g-rel-{anyio_backend}"
+    await _prepare(bootstrap, topic, group, 1, 10)
+    unretrieved = UnretrievedErrors()
+    async with ShareConsumer(
+        bootstrap, group_id=group, topics=topic, acknowledgement_mode="explicit", **FAST
+    ) as consumer:
+        first = await _poll_until(consumer, 10)
+        assert [(r.offset, r.delivery_count) for r in first] == [(i, 1) for i in range(10)]
+        for r in first:
+            consumer.acknowledge(r, AcknowledgeType.RELEASE if r.offset in (2, 7) else AcknowledgeType.ACCEPT)
+        assert await consumer.commit() == {TP(topic, 0): None}
+        again = await _poll_until(consumer, 2)
+        assert [(r.offset, r.delivery_count) for r in again] == [(2, 2), (7, 2)]
+        consumer.acknowledge(again[0])
+        # again[1] left undecided: close releases it.
+    assert consumer.closed
+    assert client_tasks_running() == []
+    async with ShareConsumer(
+        bootstrap, group_id=group, topics=topic, acknowledgement_mode="explicit", **FAST
+    ) as later:
+        third = await _poll_until(later, 1)
+        assert [(r.offset, r.delivery_count) for r in third] == [(7, 3)]
+        later.acknowledge(third[0])
+        assert await later.commit() == {TP(topic, 0): None}
+    assert client_tasks_running() == []
+    assert unretrieved.check() == []
+
+
+async def test_close_while_polling_leaves_no_task(
+    anyio_backend: str, threaded_cluster: ThreadedCluster
+) -> None:
+    """A poll waiting for records in another task ends when the consumer closes (a
+    cancelled caller's scope does not leak the consumer's tasks either)."""
+    bootstrap = threaded_cluster.bootstrap
+    topic, group = f"share-idle-{anyio_backend}", f"share-g-idle-{anyio_backend}"
+    await _prepare(bootstrap, topic, group, 2, 0)
+    results: list[list[ShareRecord]] = []
+    consumer = ShareConsumer(bootstrap, group_id=group, topics=topic, **FAST)
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            await consumer.start()  # trio: its task group nests in this one, closed inside it
+
+            async def waiting() -> None:
+                results.append(await consumer.poll())
+
+            tg.start_soon(waiting)
+            with anyio.move_on_after(0.3):  # a cancelled poll of the host task
+                await consumer.poll()
+            await consumer.close()
+    assert results == [[]]
+    assert client_tasks_running() == []
