@@ -36,6 +36,7 @@ __all__ = [
     "TaskOwner",
     "TrioBackend",
     "TrioFuture",
+    "TrioQueue",
     "current",
 ]
 
@@ -252,6 +253,55 @@ class TrioEvent:
         if not self._event.is_set():
             await self._event.wait()
         return True
+
+
+class TrioQueue(Generic[T]):
+    """The part of ``asyncio.Queue``'s surface the worker pools use, for trio (unbounded,
+    on a trio memory channel; ``task_done``/``join`` count unfinished items)."""
+
+    def __init__(self) -> None:
+        import trio
+
+        self._send, self._receive = trio.open_memory_channel[T](math.inf)
+        self._unfinished = 0
+        self._all_done = trio.Event()
+        self._all_done.set()
+
+    def put_nowait(self, item: T) -> None:
+        if self._unfinished == 0:
+            import trio
+
+            self._all_done = trio.Event()
+        self._unfinished += 1
+        self._send.send_nowait(item)
+
+    async def get(self) -> T:
+        return await self._receive.receive()
+
+    def get_nowait(self) -> T:
+        import trio
+
+        try:
+            return self._receive.receive_nowait()
+        except trio.WouldBlock:
+            raise asyncio.QueueEmpty from None
+
+    def qsize(self) -> int:
+        return self._receive.statistics().current_buffer_used
+
+    def empty(self) -> bool:
+        return self.qsize() == 0
+
+    def task_done(self) -> None:
+        if self._unfinished <= 0:
+            raise ValueError("task_done() called too many times")
+        self._unfinished -= 1
+        if self._unfinished == 0:
+            self._all_done.set()
+
+    async def join(self) -> None:
+        if self._unfinished:
+            await self._all_done.wait()
 
 
 class TrioTask(TrioFuture[T]):
@@ -524,6 +574,13 @@ def event() -> Any:
 
 def lock() -> Any:
     return _current_or_asyncio().lock()
+
+
+def queue() -> Any:
+    """An unbounded ``asyncio.Queue``, or on trio a ``TrioQueue`` (same surface)."""
+    if _current_or_asyncio() is ASYNCIO:
+        return asyncio.Queue()
+    return TrioQueue()
 
 
 def cancelled_exc() -> type[BaseException]:

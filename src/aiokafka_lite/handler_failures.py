@@ -176,6 +176,14 @@ async def call_handler(handler: Callable[[Any], Any], record: Any, timeout_ms: f
     if timeout_ms is None:
         await result
         return
+    if asyncio._get_running_loop() is None:  # trio: the deadline is a cancel scope
+        import anyio
+
+        with anyio.move_on_after(timeout_ms / 1000) as scope:
+            await result
+        if scope.cancelled_caught:
+            raise HandlerTimeoutError(timeout_ms)
+        return
     deadline = asyncio.timeout(timeout_ms / 1000)
     try:
         async with deadline:

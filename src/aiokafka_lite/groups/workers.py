@@ -77,6 +77,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from aiokafka_lite import _backend
 from aiokafka_lite import observability as _obs
 from aiokafka_lite.errors import CommitFailedError, ConfigError, IllegalStateError, KafkaError
 from aiokafka_lite.handler_failures import (
@@ -159,7 +160,7 @@ class _Partition:
     done: int | None = None  # next offset to commit: last finished record + 1
     committed: int | None = None
     abandoned: bool = False  # revoked/lost/stopped: start nothing new, stop retrying
-    idle: asyncio.Event = field(default_factory=asyncio.Event)
+    idle: Any = field(default_factory=_backend.event)  # asyncio.Event, or the trio backend's
     failures: FailureWindow | None = None
 
     def __post_init__(self) -> None:
@@ -244,10 +245,12 @@ class OrderedWorkers:
         self._dead_letter_topic = dead_letter_topic
         self._producer = producer
         self._parts: dict[TopicPartition, _Partition] = {}
-        self._ready: asyncio.Queue[TopicPartition] = asyncio.Queue()
+        self._ready: Any = asyncio.Queue()  # of TopicPartition; on trio a TrioQueue (made in run)
         self._paused_by_us: set[TopicPartition] = set()  # backpressure
-        self._paused_on_failure: dict[TopicPartition, asyncio.TimerHandle | None] = {}
-        self._stopping = asyncio.Event()
+        # Resume timers: asyncio.TimerHandle, or on trio the cancel scope of a sleeping task.
+        self._paused_on_failure: dict[TopicPartition, Any] = {}
+        self._stopping: Any = asyncio.Event()  # on trio, the backend's event (made in run)
+        self._task_group: Any = None  # trio: run's task group (workers, resume timers)
         self._failure: WorkerFailedError | FailureThresholdError | None = None
         self._running = False
         self.stats = WorkerStats()
@@ -276,6 +279,9 @@ class OrderedWorkers:
         if coordinator is None:
             raise ConfigError("OrderedWorkers needs a consumer with a group_id (it commits offsets)")
         self._running = True
+        if asyncio._get_running_loop() is None:
+            await self._run_structured(coordinator)
+            return
         self._stopping.clear()
         coordinator.add_listener(self)
         workers = [
@@ -291,6 +297,75 @@ class OrderedWorkers:
                 self._running = False
         if self._failure is not None:
             raise self._failure
+
+    async def _run_structured(self, coordinator: Any) -> None:
+        """``run`` on trio: the workers and resume timers live in a task group of ``run``'s
+        own; the feed loop's fetch is interrupted by ``stop()`` through a cancel scope."""
+        import anyio
+
+        self._stopping = _backend.event()
+        self._ready = _backend.queue()
+        coordinator.add_listener(self)
+        failed: list[Exception] = []
+        try:
+            async with anyio.create_task_group() as tg:
+                self._task_group = tg
+                for i in range(self._concurrency):
+                    tg.start_soon(self._worker, name=f"ordered-worker-{i}")
+                try:
+                    try:
+                        await self._feed_structured(tg)
+                    finally:
+                        await self._shutdown([])
+                except Exception as exc:  # raised as itself, not inside an exception group
+                    failed.append(exc)
+                finally:
+                    tg.cancel_scope.cancel()
+        finally:
+            self._task_group = None
+            coordinator.remove_listener(self)
+            self._running = False
+        if failed:
+            raise failed[0]
+        if self._failure is not None:
+            raise self._failure
+
+    async def _feed_structured(self, tg: Any) -> None:
+        """``_feed`` on trio: ``stop()`` cancels a fetch in progress (the consumer keeps
+        what it had buffered), never a commit."""
+        import anyio
+
+        fetching = anyio.CancelScope()
+
+        async def watch_stop() -> None:
+            await self._stopping.wait()
+            fetching.cancel()
+
+        watcher = anyio.CancelScope()
+
+        async def watch() -> None:
+            with watcher:
+                await watch_stop()
+
+        tg.start_soon(watch, name="ordered-workers-stop")
+        next_commit = time.monotonic() + self._commit_interval
+        try:
+            while not self._stopping.is_set():
+                batch = None
+                with fetching:
+                    batch = await self._consumer.getmany(
+                        timeout_ms=self._fetch_timeout_ms, max_records=self._max_fetch
+                    )
+                if batch is None:
+                    break
+                fetching = anyio.CancelScope()
+                self._enqueue(batch)
+                self._backpressure()
+                if time.monotonic() >= next_commit:
+                    next_commit = time.monotonic() + self._commit_interval
+                    await self._commit(self._parts)
+        finally:
+            watcher.cancel()
 
     def stop(self) -> None:
         """Ask ``run`` to finish: in-flight records complete, progress is committed."""
@@ -328,8 +403,27 @@ class OrderedWorkers:
             self._consumer.pause(tp)
         timer = None
         if self._pause_s is not None:
-            timer = asyncio.get_running_loop().call_later(self._pause_s, self.resume_partition, tp)
+            timer = self._resume_later(self._pause_s, tp)
         self._paused_on_failure[tp] = timer
+
+    def _resume_later(self, delay_s: float, tp: TopicPartition) -> Any:
+        """Call ``resume_partition(tp)`` in ``delay_s``; returns what ``cancel()`` stops."""
+        if asyncio._get_running_loop() is not None:
+            return asyncio.get_running_loop().call_later(delay_s, self.resume_partition, tp)
+        import anyio
+
+        scope = anyio.CancelScope()
+
+        async def later() -> None:
+            with scope:
+                await anyio.sleep(delay_s)
+                if self._paused_on_failure.get(tp) is scope:
+                    self._paused_on_failure[tp] = None  # resume must not cancel the scope it runs in
+                self.resume_partition(tp)
+
+        if self._task_group is not None:
+            self._task_group.start_soon(later, name=f"ordered-workers-resume-{tp.topic}-{tp.partition}")
+        return scope
 
     # ------------------------------------------------------------------ feeding
     async def _feed(self) -> None:
@@ -450,7 +544,7 @@ class OrderedWorkers:
                 if started:
                     self.stats.process_seconds.record(time.perf_counter() - started)
                 return "done"
-            except asyncio.CancelledError:
+            except (asyncio.CancelledError, _backend.cancelled_exc()):
                 raise
             except Exception as exc:
                 if started:
@@ -485,7 +579,7 @@ class OrderedWorkers:
                         delay * 1000,
                         exc,
                     )
-                    await asyncio.sleep(delay)
+                    await _backend.sleep(delay)
                     if part.abandoned:
                         return "abandoned"
                     continue
@@ -614,14 +708,15 @@ class OrderedWorkers:
         return None
 
     # ------------------------------------------------------------------ shutdown
-    async def _shutdown(self, workers: list[asyncio.Task[None]]) -> None:
+    async def _shutdown(self, workers: list[Any]) -> None:
         try:
             await self._drain(list(self._parts))
             await self._commit(list(self._parts))
         finally:
             for w in workers:
                 w.cancel()
-            await asyncio.gather(*workers, return_exceptions=True)
+            if workers:  # (trio: none here, run's task group ends them)
+                await asyncio.gather(*workers, return_exceptions=True)
             for timer in self._paused_on_failure.values():
                 if timer is not None:
                     timer.cancel()

@@ -61,6 +61,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from aiokafka_lite import _backend
 from aiokafka_lite import observability as _obs
 from aiokafka_lite.errors import ConfigError, KafkaError
 from aiokafka_lite.handler_failures import (
@@ -163,12 +164,14 @@ class ShareWorkers:
         self.on_failure_threshold = on_failure_threshold
         self.failure_pause_ms = failure_pause_ms
         self.stats = ShareWorkerStats()
-        self._queue: asyncio.Queue[ShareRecord] = asyncio.Queue()
+        self._queue: Any = asyncio.Queue()  # of ShareRecord; on trio a TrioQueue (made in run)
         self._held = 0  # polled and not acknowledged yet
-        self._room = asyncio.Event()
+        self._room: Any = asyncio.Event()  # on trio, the backend's event (made in run)
         self._stopping = False
         self._paused = False
-        self._resume_timer: asyncio.TimerHandle | None = None
+        # asyncio.TimerHandle; on trio the cancel scope of a sleeping task in run's task group
+        self._resume_timer: Any = None
+        self._task_group: Any = None  # trio: run's task group (workers, resume timer)
         self._failure: FailureThresholdError | None = None
         track(self)
 
@@ -215,6 +218,9 @@ class ShareWorkers:
         Raises ``FailureThresholdError`` when the failure-threshold callback said stop.
         """
         self._failure = None
+        if asyncio._get_running_loop() is None:
+            await self._run_structured()
+            return
         workers = [
             asyncio.create_task(self._worker(), name=f"share-worker-{i}") for i in range(self.concurrency)
         ]
@@ -231,6 +237,58 @@ class ShareWorkers:
             self._paused = False
         if self._failure is not None:
             raise self._failure
+
+    async def _run_structured(self) -> None:
+        """``run`` on trio: the workers and the resume timer live in a task group of
+        ``run``'s own, cancelled once the held records are finished."""
+        import anyio
+
+        room_was_set = self._room.is_set()
+        self._room = _backend.event()
+        if room_was_set:
+            self._room.set()
+        self._queue = _backend.queue()
+        failed: list[Exception] = []
+        try:
+            async with anyio.create_task_group() as tg:
+                self._task_group = tg
+                for i in range(self.concurrency):
+                    tg.start_soon(self._worker, name=f"share-worker-{i}")
+                try:
+                    await self._feed()
+                    await self._queue.join()
+                except Exception as exc:  # raised as itself, not inside an exception group
+                    failed.append(exc)
+                finally:
+                    tg.cancel_scope.cancel()
+        finally:
+            self._task_group = None
+            if self._resume_timer is not None:
+                self._resume_timer.cancel()
+                self._resume_timer = None
+            self._paused = False
+        if failed:
+            raise failed[0]
+        if self._failure is not None:
+            raise self._failure
+
+    def _resume_later(self, delay_s: float) -> Any:
+        """Call ``resume`` in ``delay_s``; returns what ``cancel()`` stops."""
+        if asyncio._get_running_loop() is not None:
+            return asyncio.get_running_loop().call_later(delay_s, self.resume)
+        import anyio
+
+        scope = anyio.CancelScope()
+
+        async def later() -> None:
+            with scope:
+                await anyio.sleep(delay_s)
+                self._resume_timer = None  # resume() must not cancel the scope it runs in
+                self.resume()
+
+        if self._task_group is not None:
+            self._task_group.start_soon(later, name="share-workers-resume")
+        return scope
 
     async def _feed(self) -> None:
         while not self._stopping:
@@ -268,7 +326,7 @@ class ShareWorkers:
                 await call_handler(self.handler, record, self.handler_timeout_ms)
             if started:
                 self.stats.process_seconds.record(time.perf_counter() - started)
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, _backend.cancelled_exc()):
             self._ack(record, AcknowledgeType.RELEASE)
             raise
         except Exception as exc:
@@ -303,7 +361,7 @@ class ShareWorkers:
         window = self._failures
         if window is None:
             return FailureDecision.CONTINUE
-        counts = window.add(failure_kind(exc), asyncio.get_running_loop().time() * 1000)
+        counts = window.add(failure_kind(exc), _backend.loop().time() * 1000)
         if counts is None:
             return FailureDecision.CONTINUE
         self.stats.threshold_reports += 1
@@ -331,9 +389,7 @@ class ShareWorkers:
                 self._resume_timer.cancel()
                 self._resume_timer = None
             if self.failure_pause_ms is not None:
-                self._resume_timer = asyncio.get_running_loop().call_later(
-                    self.failure_pause_ms / 1000, self.resume
-                )
+                self._resume_timer = self._resume_later(self.failure_pause_ms / 1000)
         return decision
 
     async def _dead_letter(self, record: ShareRecord, exc: Exception) -> bool:
