@@ -42,6 +42,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
+from aiokafka_lite import _backend
 from aiokafka_lite import errors as E
 from aiokafka_lite import observability as _obs
 from aiokafka_lite.fetch import Consumer, Record
@@ -96,7 +97,7 @@ class TransactSession:
             bootstrap_servers, transactional_id=transactional_id, **dict(producer_options or {})
         )
         # Serialises the transaction's end (commit, abort, rebalance callbacks).
-        self._lock = asyncio.Lock()
+        self._lock: Any = asyncio.Lock()  # on trio, the backend's lock (made at start)
         self._open = False
         #: The open transaction was aborted by a rebalance (commit() reports False).
         self._doomed = False
@@ -123,6 +124,8 @@ class TransactSession:
     async def start(self) -> None:
         # The producer first: its InitProducerId aborts a previous incarnation's open
         # transaction, whose pending offsets would otherwise stall our offset fetches.
+        if asyncio._get_running_loop() is None:
+            self._lock = _backend.lock()  # trio: a lock of this run
         await self.producer.start()
         try:
             await self.consumer.start()
