@@ -9,6 +9,7 @@ import pytest
 
 from aiokafka_lite import Admin, NewTopic, Producer
 from aiokafka_lite.admin.types import ConfigResource
+from aiokafka_lite.errors import IllegalStateError
 from aiokafka_lite.share import AcknowledgeType, ShareConsumer, ShareRecord
 from aiokafka_lite.structs import TopicPartition as TP
 from aiokafka_lite.testing.threaded import ThreadedCluster
@@ -137,4 +138,34 @@ async def test_close_while_polling_leaves_no_task(
                 await consumer.poll()
             await consumer.close()
     assert results == [[]]
+    assert client_tasks_running() == []
+
+
+async def test_close_from_another_task(anyio_backend: str, threaded_cluster: ThreadedCluster) -> None:
+    """asyncio: any task may close the consumer. trio: its client's task group lives in the
+    task that started it, so another task gets IllegalStateError and nothing is closed."""
+    bootstrap = threaded_cluster.bootstrap
+    topic, group = f"share-host-{anyio_backend}", f"share-g-host-{anyio_backend}"
+    sent = await _prepare(bootstrap, topic, group, 1, 5)
+    consumer = ShareConsumer(bootstrap, group_id=group, topics=topic, **FAST)
+    await consumer.start()
+    refused: list[IllegalStateError] = []
+
+    async def closer() -> None:
+        try:
+            await consumer.close()
+        except IllegalStateError as exc:
+            refused.append(exc)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(closer)
+    if anyio_backend == "trio":
+        assert refused and "task that started it" in str(refused[0])
+        assert not consumer.closed
+        got = await _poll_until(consumer, len(sent))  # still consuming
+        assert sorted(r.value for r in got) == sorted(sent)
+        await consumer.close()
+    else:
+        assert not refused
+    assert consumer.closed
     assert client_tasks_running() == []

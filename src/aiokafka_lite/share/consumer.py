@@ -281,6 +281,9 @@ class ShareConsumer:
             _otel.end_iteration(self)  # the last record's process span (async for)
         if self._closed or self._closing:
             return
+        owner = self._client._owner
+        if self._own_client and owner is not None:
+            owner.check_host()  # trio: IllegalStateError from another task, nothing closed
         self._closing = True
         self._arrived.set()  # a poll waiting in another task returns (empty)
         try:
