@@ -2,35 +2,12 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 
 import pytest
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from otel_testlib import Spans
 
 from aiokafka_lite import otel
-
-
-class Spans:
-    """The provider under test and what it exported."""
-
-    def __init__(self) -> None:
-        self.exporter = InMemorySpanExporter()
-        self.provider = TracerProvider()
-        self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
-        self.tracer = self.provider.get_tracer("tests.otel")
-
-    def all(self) -> list[ReadableSpan]:
-        return list(self.exporter.get_finished_spans())
-
-    def named(self, prefix: str) -> list[ReadableSpan]:
-        return [s for s in self.all() if s.name.startswith(prefix)]
-
-    def by_id(self, span_id: int) -> ReadableSpan:
-        (found,) = [s for s in self.all() if s.context.span_id == span_id]
-        return found
 
 
 @pytest.fixture
@@ -43,7 +20,3 @@ def spans() -> Iterator[Spans]:
     finally:
         otel.uninstrument()
         s.provider.shutdown()
-
-
-def unique(prefix: str) -> str:
-    return f"otel-{prefix}-{uuid.uuid4().hex[:10]}"

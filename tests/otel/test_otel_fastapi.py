@@ -14,10 +14,10 @@ from types import ModuleType
 from typing import Any
 
 import httpx
-from conftest import Spans
 from opentelemetry import propagate
 from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
 from opentelemetry.trace import SpanKind
+from otel_testlib import Spans
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "fastapi_service.py"
 
@@ -44,7 +44,9 @@ async def serve(example: ModuleType, app: Any) -> tuple[Any, asyncio.Task[None],
     return server, task, f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
-async def test_one_trace_spans_the_request_the_send_and_the_consumer(kafka_bootstrap: str, spans: Spans) -> None:
+async def test_one_trace_spans_the_request_the_send_and_the_consumer(
+    kafka_bootstrap: str, spans: Spans
+) -> None:
     example = load_example()
     topic = f"otel-events-{uuid.uuid4().hex[:6]}"
     app = example.create_app(kafka_bootstrap, topic)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from conftest import Spans, unique
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind
+from otel_testlib import Spans, unique
 
 from aiokafka_lite import Admin, Consumer, Producer
 from aiokafka_lite.admin import ConfigResource
@@ -190,7 +190,9 @@ async def test_a_foreign_w3c_producers_trace_continues(kafka_bootstrap: str, spa
         assert p.flush(30) == 0
 
     await asyncio.to_thread(produce)
-    async with Consumer(kafka_bootstrap, topics=topic, group_id=group, auto_offset_reset="earliest") as consumer:
+    async with Consumer(
+        kafka_bootstrap, topics=topic, group_id=group, auto_offset_reset="earliest"
+    ) as consumer:
         async with asyncio.timeout(60):
             record = await consumer.getone()
             with spans.tracer.start_as_current_span("handle") as handle:

@@ -25,7 +25,11 @@ print(",".join(sorted(m for m in sys.modules if m.split(".")[0] == "opentelemetr
 
 def otel_modules_after(extra: str = "") -> list[str]:
     out = subprocess.run(
-        [sys.executable, "-c", PROBE.format(extra=extra)], capture_output=True, text=True, check=True, timeout=60
+        [sys.executable, "-c", PROBE.format(extra=extra)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
     )
     return [m for m in out.stdout.strip().split(",") if m]
 

@@ -7,12 +7,12 @@ import itertools
 from typing import Any
 
 import pytest
-from conftest import Spans, unique
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
+from otel_testlib import Spans, unique
 
 from aiokafka_lite import Consumer, Producer, otel
 from aiokafka_lite import errors as E
@@ -198,7 +198,10 @@ async def test_tracer_provider_option_traces_that_client_only(kafka_cluster: Emb
     names = sorted(s.name for s in exporter.get_finished_spans())
     assert names[-1] == f"send {topic}" and names.count(f"send {topic}") == 1
     assert all(n.startswith("poll") for n in names[:-1])
-    assert [[k for k, _ in r.headers] for r in sorted(records, key=lambda r: r.offset)] == [["traceparent"], []]
+    assert [[k for k, _ in r.headers] for r in sorted(records, key=lambda r: r.offset)] == [
+        ["traceparent"],
+        [],
+    ]
     provider.shutdown()
 
 
