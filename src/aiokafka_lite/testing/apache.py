@@ -630,27 +630,11 @@ class ApacheCluster:
         return self._control.run(fn, timeout)
 
     def _wait_brokers(self, count: int, deadline: float) -> None:
-        from aiokafka_lite.wire.messages import MetadataRequest, MetadataResponse
-
-        running = [n.node_id for n in self.nodes if n.running]
-
-        async def every_view_complete(admin: Admin) -> bool:
-            # Each broker learns of the others from the metadata log at its own pace: a
-            # client bootstrapped from a slow one would see fewer brokers. So every
-            # running broker's own view must list them all, not just one broker's.
-            for node in running:
-                conn = await admin.client.connection(node)
-                version = conn.version_for(MetadataRequest.API_KEY)
-                answer = await conn.send(MetadataRequest(topics=[]), version)
-                if not isinstance(answer, MetadataResponse) or len(answer.brokers) < count:
-                    return False
-            return True
-
         async def probe(admin: Admin) -> int:
             while True:
                 try:
                     desc = await admin.describe_cluster(timeout_ms=5000)
-                    if len(desc.brokers) >= count and await every_view_complete(admin):
+                    if len(desc.brokers) >= count:
                         return len(desc.brokers)
                 except KafkaError:
                     pass
