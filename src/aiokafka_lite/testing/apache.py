@@ -50,6 +50,7 @@ from aiokafka_lite.errors import KafkaError
 
 if TYPE_CHECKING:
     from aiokafka_lite.admin.client import Admin
+    from aiokafka_lite.wire.messages import MetadataResponse
 
 __all__ = [
     "DEFAULT_KAFKA_VERSION",
@@ -634,7 +635,9 @@ class ApacheCluster:
             while True:
                 try:
                     desc = await admin.describe_cluster(timeout_ms=5000)
-                    if len(desc.brokers) >= count:
+                    if len(desc.brokers) >= count and all(
+                        len(view.brokers) >= count for view in await self._each_broker_view(admin)
+                    ):
                         return len(desc.brokers)
                 except KafkaError:
                     pass
@@ -644,6 +647,37 @@ class ApacheCluster:
                 await asyncio.sleep(0.1)
 
         self._run(probe, timeout=max(1.0, deadline - time.monotonic() + 10))
+
+    async def _each_broker_view(self, admin: Admin, topics: Sequence[str] = ()) -> list[MetadataResponse]:
+        """Every running broker's own metadata, asked of that broker directly.
+
+        Each broker learns of new brokers and topics from the metadata log at its own pace,
+        so one broker's answer says nothing of the others': a client bootstrapped from a
+        slower one sees fewer brokers, or no such topic. (Kafka's own tests wait the same
+        way: until the metadata has reached every broker.) The connections are one-off,
+        made from the addresses: the control client may not know every node id yet."""
+        from aiokafka_lite.net.connection import BrokerConnection
+        from aiokafka_lite.wire.messages import MetadataRequest, MetadataResponse
+
+        request = MetadataRequest(
+            topics=[MetadataRequest.MetadataRequestTopic(name=t) for t in topics],
+            allow_auto_topic_creation=False,
+        )
+        views: list[MetadataResponse] = []
+        for node in self.nodes:
+            if not node.running:
+                continue
+            host, _, port = node.internal_address.rpartition(":")
+            conn = BrokerConnection(node.node_id, host, int(port), admin.client.config)
+            try:
+                await conn.connect()
+                answer = await conn.send(request, conn.version_for(MetadataRequest.API_KEY))
+            finally:
+                conn.close()
+            if not isinstance(answer, MetadataResponse):
+                raise ApacheKafkaError(f"node {node.node_id} answered Metadata with {answer!r}")
+            views.append(answer)
+        return views
 
     def create_topic(
         self,
@@ -659,8 +693,23 @@ class ApacheCluster:
             topic = NewTopic(name, partitions, replication_factor, dict(configs or {}))
             (await admin.create_topics([topic])).raise_errors()
             await _wait_topic_served(admin, name, partitions)
+            await self._wait_topic_everywhere(admin, name)
 
         self._run(create)
+
+    async def _wait_topic_everywhere(self, admin: Admin, name: str, within_s: float = 30.0) -> None:
+        """Waits until every running broker's own metadata has a leader for each partition."""
+        deadline = time.monotonic() + within_s
+        while True:
+            try:
+                views = await self._each_broker_view(admin, [name])
+            except KafkaError:
+                views = []
+            if views and all(_serves(view, name) for view in views):
+                return
+            if time.monotonic() > deadline:
+                raise ApacheKafkaError(f"topic {name!r} did not reach every broker's metadata in {within_s}s")
+            await asyncio.sleep(0.05)
 
     def delete_topic(self, name: str) -> None:
         async def delete(admin: Admin) -> None:
@@ -784,13 +833,25 @@ async def _wait_topic_served(admin: Admin, name: str, partitions: int, within_s:
         await asyncio.sleep(0.05)
 
 
+def _serves(view: MetadataResponse, name: str) -> bool:
+    topic = next((t for t in view.topics if t.name == name), None)
+    return (
+        topic is not None
+        and topic.error_code == 0
+        and bool(topic.partitions)
+        and all(p.leader_id >= 0 for p in topic.partitions)
+    )
+
+
 class _ControlThread:
     """An ``Admin`` client on a private event loop, driven synchronously from any thread."""
 
     def __init__(self, bootstrap: str) -> None:
         self._bootstrap = bootstrap
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="apache-kafka-control", daemon=True)
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="apache-kafka-control", daemon=True
+        )
         self._admin: Admin | None = None
 
     def start(self) -> None:
