@@ -270,39 +270,19 @@ class ConsumerGroupCoordinator(GroupCoordinator):
             )
 
     # ------------------------------------------------------------------ heartbeats
-    async def _heartbeat_loop(self) -> None:
+    # The loop is GroupCoordinator's; these are the consumer protocol's outcomes.
+    def _heartbeat_failed(self, request: object, exc: KafkaError) -> None:
+        if self._m.heartbeat_failed(exc, self._now()):
+            self._client.invalidate_coordinator(self.group_id)
+            self._wake.set()
+
+    def _heartbeat_answered(self, request: object, response: object) -> None:
+        assert isinstance(response, ConsumerGroupHeartbeatResponse)
         m = self._m
-        while not self._closed:
-            self._hb_wake.clear()
-            now = self._now()
-            req = m.heartbeat_request(now)
-            if req is None:
-                if m.coordinator is None:
-                    self._wake.set()
-                delay = m.time_to_heartbeat(now)
-                try:
-                    async with _backend.timeout(None if delay is None else max(delay, 1.0) / 1000):
-                        await self._hb_wake.wait()
-                except TimeoutError:
-                    pass
-                continue
-            node = m.coordinator
-            try:
-                resp = await self._client.send(
-                    req, node_id=node, timeout_ms=self._heartbeat_timeout_ms(), lane=Lane.COORDINATOR
-                )
-            except (asyncio.CancelledError, _backend.cancelled_exc()):
-                raise
-            except KafkaError as exc:
-                if m.heartbeat_failed(exc, self._now()):
-                    self._client.invalidate_coordinator(self.group_id)
-                    self._wake.set()
-                continue
-            assert isinstance(resp, ConsumerGroupHeartbeatResponse)
-            if m.heartbeat_response(resp, self._now()):
-                if m.coordinator is None:
-                    self._client.invalidate_coordinator(self.group_id)
-                self._wake.set()
+        if m.heartbeat_response(response, self._now()):
+            if m.coordinator is None:
+                self._client.invalidate_coordinator(self.group_id)
+            self._wake.set()
 
     def _heartbeat_timeout_ms(self) -> float:
         request_timeout = getattr(getattr(self._client, "config", None), "request_timeout_ms", None)

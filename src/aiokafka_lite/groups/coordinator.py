@@ -67,6 +67,7 @@ from aiokafka_lite.net.client import Lane
 from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.message import Request, Response
 from aiokafka_lite.wire.messages import (
+    HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupResponse,
     LeaveGroupRequest,
@@ -669,6 +670,12 @@ class GroupCoordinator:
 
     # ------------------------------------------------------------------ heartbeats
     async def _heartbeat_loop(self) -> None:
+        """Send heartbeats when the machine asks for one, also while listener callbacks run.
+
+        The loop is the same for both group protocols: the machine (classic or KIP-848)
+        builds the request and says when the next one is due (``heartbeat_request``,
+        ``time_to_heartbeat``); what its outcome means is the protocol's, in
+        ``_heartbeat_answered`` and ``_heartbeat_failed``."""
         m = self._m
         while not self._closed:
             self._hb_wake.clear()
@@ -676,7 +683,7 @@ class GroupCoordinator:
             req = m.heartbeat_request(now)
             if req is None:
                 if m.coordinator is None:
-                    self._wake.set()
+                    self._wake.set()  # the main loop looks the coordinator up
                 delay = m.time_to_heartbeat(now)
                 try:
                     async with _backend.timeout(None if delay is None else max(delay, 1.0) / 1000):
@@ -684,22 +691,31 @@ class GroupCoordinator:
                 except TimeoutError:
                     pass
                 continue
-            node = m.coordinator
             try:
                 resp = await self._client.send(
-                    req, node_id=node, timeout_ms=self._heartbeat_timeout_ms(), lane=Lane.COORDINATOR
+                    req, node_id=m.coordinator, timeout_ms=self._heartbeat_timeout_ms(), lane=Lane.COORDINATOR
                 )
-            except asyncio.CancelledError:
+            except (asyncio.CancelledError, _backend.cancelled_exc()):
                 raise
             except KafkaError as exc:
-                m.heartbeat_failed(req, exc, self._now())
-                self._wake.set()
+                self._heartbeat_failed(req, exc)
                 continue
-            assert isinstance(resp, HeartbeatResponse)
-            before = (m.rejoin_needed, m.coordinator, m.generation)
-            m.heartbeat_response(req, resp.error_code, self._now())
-            if (m.rejoin_needed, m.coordinator, m.generation) != before or m.fatal is not None:
-                self._wake.set()
+            self._heartbeat_answered(req, resp)
+
+    def _heartbeat_failed(self, request: HeartbeatRequest, exc: KafkaError) -> None:
+        """A heartbeat got no answer (classic protocol: the machine decides what follows)."""
+        self._m.heartbeat_failed(request, exc, self._now())
+        self._wake.set()
+
+    def _heartbeat_answered(self, request: HeartbeatRequest, response: object) -> None:
+        """Feed a Heartbeat answer to the machine; wake the main loop when it changed
+        what the member must do (rejoin, find the coordinator, fail)."""
+        assert isinstance(response, HeartbeatResponse)
+        m = self._m
+        before = (m.rejoin_needed, m.coordinator, m.generation)
+        m.heartbeat_response(request, response.error_code, self._now())
+        if (m.rejoin_needed, m.coordinator, m.generation) != before or m.fatal is not None:
+            self._wake.set()
 
     def _heartbeat_timeout_ms(self) -> float:
         """A heartbeat unanswered for a whole session is as good as lost (the broker has
