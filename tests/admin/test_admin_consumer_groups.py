@@ -12,8 +12,14 @@ from aiokafka_lite.admin import Admin
 from aiokafka_lite.admin.consumer_groups import _description, _from_classic
 from aiokafka_lite.admin.types import GroupDescription, MemberDescription
 from aiokafka_lite.broker import EmbeddedCluster
-from aiokafka_lite.errors import ConfigError, GroupIdNotFoundError, InvalidGroupIdError
+from aiokafka_lite.errors import (
+    ConfigError,
+    GroupIdNotFoundError,
+    InvalidGroupIdError,
+    UnsupportedVersionError,
+)
 from aiokafka_lite.structs import TopicPartition as TP
+from aiokafka_lite.wire.messages import ConsumerGroupDescribeRequest
 from aiokafka_lite.wire.messages import ConsumerGroupDescribeResponse as R
 
 T1, T2 = uuid.UUID(int=1), uuid.UUID(int=2)
@@ -122,3 +128,18 @@ async def test_unknown_group_is_reported_per_item(kafka_cluster: EmbeddedCluster
     d = result[missing]
     # Kafka 4's DescribeGroups answers GROUP_ID_NOT_FOUND; older brokers a "Dead" group.
     assert isinstance(d.error, GroupIdNotFoundError) or (d.state == "Dead" and not d.members)
+
+
+@pytest.mark.kafka_embedded
+async def test_a_broker_without_consumer_group_describe_is_asked_with_describe_groups(
+    kafka_cluster: EmbeddedCluster,
+) -> None:
+    """A broker before KIP-848 has no ConsumerGroupDescribe: every group is described with
+    the classic DescribeGroups (an unknown one fails as DescribeGroups says), not failed
+    with UnsupportedVersionError."""
+    kafka_cluster.registry.unregister(ConsumerGroupDescribeRequest.API_KEY)
+    missing = f"missing-{uuid.uuid4().hex[:8]}"
+    async with Admin(kafka_cluster.bootstrap) as admin:
+        d = (await admin.describe_consumer_groups([missing]))[missing]
+    assert not isinstance(d.error, UnsupportedVersionError)
+    assert isinstance(d.error, GroupIdNotFoundError) or (d.state == "Dead" and d.type == "classic")

@@ -13,21 +13,24 @@ does not exist comes back as Kafka 4 answers DescribeGroups: ``GroupIdNotFoundEr
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeVar
 
 from aiokafka_lite import errors as E
+from aiokafka_lite.admin._group_requests import (
+    GroupAdmin,
+    assigned_partitions,
+    authorized_operations,
+    describe_at_coordinators,
+    group_ids_of,
+)
 from aiokafka_lite.admin.types import GroupDescription, ListGroupsResult, Results
 from aiokafka_lite.structs import TopicPartition
-from aiokafka_lite.wire.message import Request, Response
+from aiokafka_lite.wire.message import Request
 from aiokafka_lite.wire.messages import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
 
 __all__ = ["ConsumerGroupDescription", "ConsumerGroupMember", "ConsumerGroupsAdmin"]
 
-Outcome = Any  # a result object or a KafkaError
-K = TypeVar("K")
-_NO_OPERATIONS = -(2**31)
 _GROUP_ID_NOT_FOUND = E.GroupIdNotFoundError.code
 # ConsumerGroupDescribe v1 member types.
 _MEMBER_TYPES = {0: "classic", 1: "consumer"}
@@ -74,41 +77,6 @@ class ConsumerGroupDescription:
     error: E.KafkaError | None = None
 
 
-class _Admin(Protocol):
-    def _deadline(self, timeout_ms: float | None) -> float: ...
-
-    async def _call(
-        self, make: Callable[[int], Request], node: int | Literal["controller", "any"], deadline: float
-    ) -> Response: ...
-
-    async def _by_coordinator(
-        self,
-        group_ids: list[str],
-        send: Callable[[int, list[str]], Awaitable[dict[str, Outcome]]],
-        deadline: float,
-    ) -> dict[str, Outcome]: ...
-
-    def _results(
-        self, items: Iterable[K], outcomes: dict[K, Outcome], on_error: Callable[[K, E.KafkaError], Any]
-    ) -> Results[K, Any]: ...
-
-    async def list_groups(
-        self,
-        *,
-        states: Iterable[str] | None = None,
-        types: Iterable[str] | None = None,
-        timeout_ms: float | None = None,
-    ) -> ListGroupsResult: ...
-
-    async def describe_groups(
-        self,
-        group_ids: Iterable[str],
-        *,
-        include_authorized_operations: bool = False,
-        timeout_ms: float | None = None,
-    ) -> Results[str, GroupDescription]: ...
-
-
 class _Classic:
     """Outcome marker: describe this group with DescribeGroups."""
 
@@ -120,7 +88,7 @@ class ConsumerGroupsAdmin:
     """Consumer-group methods of ``Admin`` (a mixin: ``self`` is the Admin)."""
 
     async def list_consumer_groups(
-        self: _Admin,
+        self: GroupAdmin,
         *,
         states: Iterable[str] | None = None,
         types: Iterable[str] = ("classic", "consumer"),
@@ -144,41 +112,32 @@ class ConsumerGroupsAdmin:
         return ListGroupsResult(groups, result.errors)
 
     async def describe_consumer_groups(
-        self: _Admin,
+        self: GroupAdmin,
         group_ids: Iterable[str],
         *,
         include_authorized_operations: bool = False,
         timeout_ms: float | None = None,
     ) -> Results[str, ConsumerGroupDescription]:
         """Describe consumer groups of either protocol (see the module docstring)."""
-        items = list(dict.fromkeys(group_ids))
-        for g in items:
-            if not g:
-                raise E.InvalidGroupIdError("a consumer group id must not be empty")
-        deadline = self._deadline(timeout_ms)
+        items = group_ids_of(group_ids, "consumer")
 
-        async def send(node: int, batch: list[str]) -> dict[str, Outcome]:
-            def make(version: int) -> Request:
-                return ConsumerGroupDescribeRequest(
-                    group_ids=batch, include_authorized_operations=include_authorized_operations
-                )
+        def request(batch: list[str]) -> Request:
+            return ConsumerGroupDescribeRequest(
+                group_ids=batch, include_authorized_operations=include_authorized_operations
+            )
 
-            try:
-                resp = await self._call(make, node, deadline)
-            except E.UnsupportedVersionError:
-                return dict.fromkeys(batch, _CLASSIC)  # a broker before KIP-848
-            assert isinstance(resp, ConsumerGroupDescribeResponse)
-            out: dict[str, Outcome] = {}
-            for g in resp.groups:
-                if g.error_code == _GROUP_ID_NOT_FOUND:
-                    out[g.group_id] = _CLASSIC
-                elif g.error_code:
-                    out[g.group_id] = E.error_for(g.error_code, g.error_message or None)
-                else:
-                    out[g.group_id] = _description(g, node)
-            return out
-
-        outcomes = await self._by_coordinator(items, send, deadline)
+        outcomes = await describe_at_coordinators(
+            self,
+            items,
+            self._deadline(timeout_ms),
+            request,
+            ConsumerGroupDescribeResponse,
+            _description,
+            # Not a group of the consumer protocol (classic, or none at all), or a broker
+            # before KIP-848: DescribeGroups tells.
+            outcome_of_code={_GROUP_ID_NOT_FOUND: _CLASSIC},
+            unsupported=_CLASSIC,
+        )
         classic = [g for g in items if outcomes[g] is _CLASSIC]
         if classic:
             described = await self.describe_groups(
@@ -190,10 +149,6 @@ class ConsumerGroupsAdmin:
         return self._results(items, outcomes, lambda g, e: ConsumerGroupDescription(group_id=g, error=e))
 
 
-def _partitions(a: ConsumerGroupDescribeResponse.Assignment) -> tuple[TopicPartition, ...]:
-    return tuple(sorted(TopicPartition(t.topic_name, p) for t in a.topic_partitions for p in t.partitions))
-
-
 def _description(g: ConsumerGroupDescribeResponse.DescribedGroup, node: int) -> ConsumerGroupDescription:
     members = [
         ConsumerGroupMember(
@@ -201,8 +156,8 @@ def _description(g: ConsumerGroupDescribeResponse.DescribedGroup, node: int) -> 
             group_instance_id=m.instance_id,
             client_id=m.client_id,
             client_host=m.client_host,
-            assignment=_partitions(m.assignment),
-            target_assignment=_partitions(m.target_assignment),
+            assignment=assigned_partitions(m.assignment),
+            target_assignment=assigned_partitions(m.target_assignment),
             member_epoch=m.member_epoch,
             rack_id=m.rack_id,
             subscribed_topics=tuple(m.subscribed_topic_names),
@@ -220,7 +175,7 @@ def _description(g: ConsumerGroupDescribeResponse.DescribedGroup, node: int) -> 
         coordinator=node,
         group_epoch=g.group_epoch,
         target_assignment_epoch=g.assignment_epoch,
-        authorized_operations=None if g.authorized_operations == _NO_OPERATIONS else g.authorized_operations,
+        authorized_operations=authorized_operations(g.authorized_operations),
     )
 
 

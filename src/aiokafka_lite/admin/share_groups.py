@@ -9,14 +9,22 @@ does. Group configs (``share.auto.offset.reset``, ``share.record.lock.duration.m
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeVar
 
 from aiokafka_lite import errors as E
+from aiokafka_lite.admin._group_requests import (
+    GroupAdmin,
+    Outcome,
+    assigned_partitions,
+    authorized_operations,
+    describe_at_coordinators,
+    group_error,
+    group_ids_of,
+)
 from aiokafka_lite.admin.types import ListGroupsResult, Result, Results
 from aiokafka_lite.structs import TopicPartition
-from aiokafka_lite.wire.message import Request, Response
+from aiokafka_lite.wire.message import Request
 from aiokafka_lite.wire.messages import (
     AlterShareGroupOffsetsRequest,
     AlterShareGroupOffsetsResponse,
@@ -34,10 +42,6 @@ __all__ = [
     "ShareGroupsAdmin",
     "ShareMemberDescription",
 ]
-
-Outcome = Any  # a result object or a KafkaError
-K = TypeVar("K")
-_NO_OPERATIONS = -(2**31)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,55 +86,18 @@ class ShareGroupOffset:
     error: E.KafkaError | None = None
 
 
-def _err(code: int, message: str | None = None) -> E.KafkaError | None:
-    return E.error_for(code, message or None) if code else None
-
-
-class _Admin(Protocol):
-    """What the mixin uses of ``Admin`` (its request plumbing and group methods)."""
-
-    def _deadline(self, timeout_ms: float | None) -> float: ...
-
-    async def _call(
-        self, make: Callable[[int], Request], node: int | Literal["controller", "any"], deadline: float
-    ) -> Response: ...
-
-    async def _by_coordinator(
-        self,
-        group_ids: list[str],
-        send: Callable[[int, list[str]], Awaitable[dict[str, Outcome]]],
-        deadline: float,
-    ) -> dict[str, Outcome]: ...
-
-    def _results(
-        self, items: Iterable[K], outcomes: dict[K, Outcome], on_error: Callable[[K, E.KafkaError], Any]
-    ) -> Results[K, Any]: ...
-
-    async def list_groups(
-        self,
-        *,
-        states: Iterable[str] | None = None,
-        types: Iterable[str] | None = None,
-        timeout_ms: float | None = None,
-    ) -> ListGroupsResult: ...
-
-    async def delete_groups(
-        self, group_ids: Iterable[str], *, timeout_ms: float | None = None
-    ) -> Results[str, Result]: ...
-
-
 class ShareGroupsAdmin:
     """Share-group methods of ``Admin`` (a mixin: ``self`` is the Admin)."""
 
     async def list_share_groups(
-        self: _Admin, *, states: Iterable[str] | None = None, timeout_ms: float | None = None
+        self: GroupAdmin, *, states: Iterable[str] | None = None, timeout_ms: float | None = None
     ) -> ListGroupsResult:
         """Share groups of the cluster (ListGroups filtered by type ``share``), optionally
         only those in ``states`` ("Empty", "Stable")."""
         return await self.list_groups(states=states, types=["share"], timeout_ms=timeout_ms)
 
     async def describe_share_groups(
-        self: _Admin,
+        self: GroupAdmin,
         group_ids: Iterable[str],
         *,
         include_authorized_operations: bool = False,
@@ -138,38 +105,27 @@ class ShareGroupsAdmin:
     ) -> Results[str, ShareGroupDescription]:
         """Members, assignments, epochs and state of share groups. A group that does not
         exist, or is not a share group, fails with ``GroupIdNotFoundError``."""
-        items = list(dict.fromkeys(group_ids))
-        for g in items:
-            if not g:
-                raise E.InvalidGroupIdError("a share group id must not be empty")
-        deadline = self._deadline(timeout_ms)
+        items = group_ids_of(group_ids, "share")
 
-        async def send(node: int, batch: list[str]) -> dict[str, Outcome]:
-            def make(version: int) -> Request:
-                return ShareGroupDescribeRequest(
-                    group_ids=batch, include_authorized_operations=include_authorized_operations
-                )
+        def request(batch: list[str]) -> Request:
+            return ShareGroupDescribeRequest(
+                group_ids=batch, include_authorized_operations=include_authorized_operations
+            )
 
-            resp = await self._call(make, node, deadline)
-            assert isinstance(resp, ShareGroupDescribeResponse)
-            out: dict[str, Outcome] = {}
-            for g in resp.groups:
-                err = _err(g.error_code, g.error_message)
-                out[g.group_id] = err if err is not None else _description(g, node)
-            return out
-
-        outcomes = await self._by_coordinator(items, send, deadline)
+        outcomes = await describe_at_coordinators(
+            self, items, self._deadline(timeout_ms), request, ShareGroupDescribeResponse, _description
+        )
         return self._results(items, outcomes, lambda g, e: ShareGroupDescription(group_id=g, error=e))
 
     async def delete_share_groups(
-        self: _Admin, group_ids: Iterable[str], *, timeout_ms: float | None = None
+        self: GroupAdmin, group_ids: Iterable[str], *, timeout_ms: float | None = None
     ) -> Results[str, Result]:
         """Deletes empty share groups with their share-partition state (DeleteGroups); a
         group with members fails with ``NonEmptyGroupError``. Group configs stay, as in Kafka."""
         return await self.delete_groups(group_ids, timeout_ms=timeout_ms)
 
     async def list_share_group_offsets(
-        self: _Admin,
+        self: GroupAdmin,
         group_id: str,
         partitions: Iterable[TopicPartition] | None = None,
         *,
@@ -207,7 +163,7 @@ class ShareGroupsAdmin:
             group = next((g for g in resp.groups if g.group_id == group_id), None)
             if group is None:
                 return {group_id: E.UnknownServerError(f"no entry for group {group_id!r} in the response")}
-            err = _err(group.error_code, group.error_message)
+            err = group_error(group.error_code, group.error_message)
             if err is not None:
                 return {group_id: err}
             # v0 has no lag: it decodes as the default -1, which means "unknown" as well.
@@ -218,18 +174,18 @@ class ShareGroupsAdmin:
                         start_offset=p.start_offset,
                         leader_epoch=p.leader_epoch,
                         lag=None if p.lag == -1 or p.start_offset == -1 else p.lag,
-                        error=_err(p.error_code, p.error_message),
+                        error=group_error(p.error_code, p.error_message),
                     )
             return {group_id: out}
 
-        outcome = (await self._by_coordinator([_group_id(group_id)], send, deadline))[group_id]
+        outcome = (await self._by_coordinator(group_ids_of([group_id], "share"), send, deadline))[group_id]
         if isinstance(outcome, E.KafkaError):
             raise outcome
         assert isinstance(outcome, Results)
         return outcome
 
     async def alter_share_group_offsets(
-        self: _Admin,
+        self: GroupAdmin,
         group_id: str,
         offsets: Mapping[TopicPartition, int],
         *,
@@ -265,18 +221,18 @@ class ShareGroupsAdmin:
 
             resp = await self._call(make, node, deadline)
             assert isinstance(resp, AlterShareGroupOffsetsResponse)
-            err = _err(resp.error_code, resp.error_message)
+            err = group_error(resp.error_code, resp.error_message)
             if err is not None:
                 return {group_id: err}
             res: Results[TopicPartition, Result] = Results()
             for t in resp.responses:
                 for p in t.partitions:
                     res[TopicPartition(t.topic_name, p.partition_index)] = Result(
-                        _err(p.error_code, p.error_message)
+                        group_error(p.error_code, p.error_message)
                     )
             return {group_id: res}
 
-        outcome = (await self._by_coordinator([_group_id(group_id)], send, deadline))[group_id]
+        outcome = (await self._by_coordinator(group_ids_of([group_id], "share"), send, deadline))[group_id]
         if isinstance(outcome, E.KafkaError):
             return self._results(norm, dict.fromkeys(norm, outcome), lambda tp, e: Result(e))
         assert isinstance(outcome, Results)
@@ -287,7 +243,7 @@ class ShareGroupsAdmin:
         )
 
     async def delete_share_group_offsets(
-        self: _Admin, group_id: str, topics: Iterable[str], *, timeout_ms: float | None = None
+        self: GroupAdmin, group_id: str, topics: Iterable[str], *, timeout_ms: float | None = None
     ) -> Results[str, Result]:
         """Forgets a share group's state for whole topics (the next consumer starts at
         ``share.auto.offset.reset``). Only while the group has no members; an unknown
@@ -306,15 +262,15 @@ class ShareGroupsAdmin:
 
             resp = await self._call(make, node, deadline)
             assert isinstance(resp, DeleteShareGroupOffsetsResponse)
-            err = _err(resp.error_code, resp.error_message)
+            err = group_error(resp.error_code, resp.error_message)
             if err is not None:
                 return {group_id: err}
             res: Results[str, Result] = Results()
             for t in resp.responses:
-                res[t.topic_name] = Result(_err(t.error_code, t.error_message))
+                res[t.topic_name] = Result(group_error(t.error_code, t.error_message))
             return {group_id: res}
 
-        outcome = (await self._by_coordinator([_group_id(group_id)], send, deadline))[group_id]
+        outcome = (await self._by_coordinator(group_ids_of([group_id], "share"), send, deadline))[group_id]
         if isinstance(outcome, E.KafkaError):
             return self._results(names, dict.fromkeys(names, outcome), lambda t, e: Result(e))
         assert isinstance(outcome, Results)
@@ -323,12 +279,6 @@ class ShareGroupsAdmin:
             {t: outcome.get(t, E.UnknownServerError(f"no result for topic {t}")) for t in names},
             lambda t, e: Result(e),
         )
-
-
-def _group_id(group_id: str) -> str:
-    if not group_id:
-        raise E.InvalidGroupIdError("a share group id must not be empty")
-    return group_id
 
 
 def _description(g: ShareGroupDescribeResponse.DescribedGroup, node: int) -> ShareGroupDescription:
@@ -346,16 +296,10 @@ def _description(g: ShareGroupDescribeResponse.DescribedGroup, node: int) -> Sha
                 client_host=m.client_host,
                 rack_id=m.rack_id,
                 subscribed_topics=tuple(m.subscribed_topic_names),
-                assignment=tuple(
-                    sorted(
-                        TopicPartition(tp.topic_name, p)
-                        for tp in m.assignment.topic_partitions
-                        for p in tp.partitions
-                    )
-                ),
+                assignment=assigned_partitions(m.assignment),
             )
             for m in g.members
         ],
         coordinator=node,
-        authorized_operations=None if g.authorized_operations == _NO_OPERATIONS else g.authorized_operations,
+        authorized_operations=authorized_operations(g.authorized_operations),
     )
