@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import json
 
 import pytest
 import typer
+from rich.console import Console
 
 from aiokafka_lite.cli._common import parse_client_options, parse_key_values, parse_timestamp
-from aiokafka_lite.cli._format import FormatError, compile_format, record_to_json
+from aiokafka_lite.cli._format import FormatError, compile_format, print_sections, record_to_json, table
 from aiokafka_lite.cli.produce import _split_lines, _unescape
 from aiokafka_lite.fetch import ConsumerConfig, Record, TimestampType
 from aiokafka_lite.net import ClientConfig
@@ -123,3 +125,24 @@ def test_key_separator_splits_at_the_first_occurrence() -> None:
 def test_escapes_typed_on_a_command_line() -> None:
     assert _unescape("\\t") == "\t"
     assert _unescape("a\\nb\\\\c\\x") == "a\nb\\c\\x"
+
+
+def test_tables_show_missing_values_as_a_dash_and_lists_joined() -> None:
+    out = io.StringIO()
+    console = Console(file=out, highlight=False, soft_wrap=True, width=200)
+    rows = [["m1", 3, ["t-0", "t-1"], None], ["m2", "", [], 0]]
+    empty = table(("member", "epoch"), [])
+    print_sections(
+        console, [("[bold]g1[/] summary", [table(("member", "epoch", "assignment", "lag"), rows), empty])]
+    )
+    print_sections(console, [("g2", [empty]), ("g3", [])])
+    lines = [line.split() for line in out.getvalue().splitlines()]
+    assert lines == [
+        ["g1", "summary"],
+        ["member", "epoch", "assignment", "lag"],
+        ["m1", "3", "t-0,", "t-1", "-"],
+        ["m2", "-", "-", "0"],
+        ["g2"],
+        [],
+        ["g3"],
+    ]

@@ -1,4 +1,5 @@
-"""Output formats of ``consume``: kcat-like format strings and JSON lines.
+"""Output formats: ``consume``'s kcat-like format strings and JSON lines, and the tables
+the ``groups`` and ``share-groups`` commands print (``table``, ``print_sections``).
 
 A format string is compiled once into a list of parts (literal bytes or field getters),
 so formatting a record is a join over a short list.
@@ -14,18 +15,32 @@ so formatting a record is a join over a short list.
 
 Escapes ``\\n``, ``\\r``, ``\\t`` and ``\\\\`` are understood, so a shell argument such as
 ``'%k\\t%s\\n'`` works without ``$'...'`` quoting. Null keys and values print as nothing.
+
+Tables have no box and a bold header; a cell that is None, empty text or an empty list
+prints as ``-`` (a column is never blank), a list as ``a, b``.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
+
+from rich.console import Console
+from rich.table import Table
 
 from aiokafka_lite.fetch import Record
 
-__all__ = ["DEFAULT_FORMAT", "FormatError", "compile_format", "record_to_json"]
+__all__ = [
+    "DEFAULT_FORMAT",
+    "FormatError",
+    "cell",
+    "compile_format",
+    "print_sections",
+    "record_to_json",
+    "table",
+]
 
 DEFAULT_FORMAT = "%s\\n"
 
@@ -135,3 +150,32 @@ def record_to_json(record: Record) -> str:
         },
         ensure_ascii=False,
     )
+
+
+def cell(value: object) -> str:
+    """A table cell: ``-`` for None, empty text or an empty list; a list joined with ", "."""
+    if isinstance(value, list | tuple):
+        value = ", ".join(str(v) for v in value)
+    if value is None or value == "":
+        return "-"
+    return str(value)
+
+
+def table(columns: Sequence[str], rows: Iterable[Sequence[object]]) -> Table:
+    """A table of ``rows`` (one value a column, rendered by ``cell``)."""
+    out = Table(*columns, box=None, header_style="bold")
+    for row in rows:
+        out.add_row(*(cell(v) for v in row))
+    return out
+
+
+def print_sections(console: Console, sections: Iterable[tuple[str, Sequence[Table]]]) -> None:
+    """One section a described item: its summary line (rich markup) and its tables (the
+    empty ones left out), a blank line between sections."""
+    for i, (summary, tables) in enumerate(sections):
+        if i:
+            console.print()
+        console.print(summary, markup=True)
+        for t in tables:
+            if t.row_count:
+                console.print(t)

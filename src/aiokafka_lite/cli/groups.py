@@ -18,6 +18,7 @@ from aiokafka_lite.cli._common import (
     run_async,
     stdout_console,
 )
+from aiokafka_lite.cli._format import print_sections, table
 from aiokafka_lite.cli.topics import make_admin
 from aiokafka_lite.errors import GroupIdNotFoundError
 from aiokafka_lite.structs import TopicPartition
@@ -58,12 +59,12 @@ def list_groups(
     if as_json:
         print_json(rows)
         return
-    table = Table("group", "state", "type", "protocol type", "coordinator", box=None, header_style="bold")
-    for r in rows:
-        table.add_row(
-            r["group"], r["state"] or "-", r["type"] or "-", r["protocol_type"] or "-", str(r["coordinator"])
+    stdout_console().print(
+        table(
+            ("group", "state", "type", "protocol type", "coordinator"),
+            ([r["group"], r["state"], r["type"], r["protocol_type"], r["coordinator"]] for r in rows),
         )
-    stdout_console().print(table)
+    )
 
 
 async def _describe(admin: Admin, group_id: str, description: Any) -> dict[str, Any]:
@@ -137,31 +138,23 @@ def describe_groups(
     if as_json:
         print_json(result)
         return
-    console = stdout_console()
-    for i, g in enumerate(result):
-        if i:
-            console.print()
-        console.print(
+
+    def section(g: dict[str, Any]) -> tuple[str, list[Table]]:
+        summary = (
             f"[bold]{g['group']}[/]  state {g['state']}  protocol {g['protocol'] or '-'}  "
-            f"coordinator {g['coordinator']}  members {len(g['members'])}  lag {g['total_lag']}",
-            markup=True,
+            f"coordinator {g['coordinator']}  members {len(g['members'])}  lag {g['total_lag']}"
         )
-        if g["members"]:
-            members = Table("member", "client id", "host", "assignment", box=None, header_style="bold")
-            for m in g["members"]:
-                members.add_row(m["member_id"], m["client_id"], m["host"], ", ".join(m["assignment"]) or "-")
-            console.print(members)
-        if g["partitions"]:
-            parts = Table(
-                "topic", "partition", "committed", "end", "lag", "member", box=None, header_style="bold"
-            )
-            for p in g["partitions"]:
-                parts.add_row(
-                    p["topic"],
-                    str(p["partition"]),
-                    "-" if p["committed"] is None else str(p["committed"]),
-                    "-" if p["end"] is None else str(p["end"]),
-                    "-" if p["lag"] is None else str(p["lag"]),
-                    p["member_id"] or "-",
-                )
-            console.print(parts)
+        members = table(
+            ("member", "client id", "host", "assignment"),
+            ([m["member_id"], m["client_id"], m["host"], m["assignment"]] for m in g["members"]),
+        )
+        partitions = table(
+            ("topic", "partition", "committed", "end", "lag", "member"),
+            (
+                [p["topic"], p["partition"], p["committed"], p["end"], p["lag"], p["member_id"]]
+                for p in g["partitions"]
+            ),
+        )
+        return summary, [members, partitions]
+
+    print_sections(stdout_console(), map(section, result))

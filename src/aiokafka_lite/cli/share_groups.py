@@ -18,6 +18,7 @@ from aiokafka_lite.cli._common import (
     run_async,
     stdout_console,
 )
+from aiokafka_lite.cli._format import print_sections, table
 from aiokafka_lite.cli.topics import make_admin
 
 app = typer.Typer(
@@ -53,10 +54,9 @@ def list_share_groups(
     if as_json:
         print_json(rows)
         return
-    table = Table("group", "state", "coordinator", box=None, header_style="bold")
-    for r in rows:
-        table.add_row(r["group"], r["state"] or "-", str(r["coordinator"]))
-    stdout_console().print(table)
+    stdout_console().print(
+        table(("group", "state", "coordinator"), ([r["group"], r["state"], r["coordinator"]] for r in rows))
+    )
 
 
 @app.command("describe")
@@ -110,39 +110,27 @@ def describe_share_groups(
     if as_json:
         print_json(result)
         return
-    console = stdout_console()
-    for i, g in enumerate(result):
-        if i:
-            console.print()
+
+    def section(g: dict[str, Any]) -> tuple[str, list[Table]]:
         lags = [p["lag"] for p in g["partitions"] if p["lag"] is not None]
-        console.print(
+        summary = (
             f"[bold]{g['group']}[/]  state {g['state']}  epoch {g['group_epoch']}  "
-            f"coordinator {g['coordinator']}  members {len(g['members'])}  lag {sum(lags) if lags else '-'}",
-            markup=True,
+            f"coordinator {g['coordinator']}  members {len(g['members'])}  lag {sum(lags) if lags else '-'}"
         )
-        if g["members"]:
-            members = Table(
-                "member", "epoch", "client id", "host", "assignment", box=None, header_style="bold"
-            )
-            for m in g["members"]:
-                members.add_row(
-                    m["member_id"],
-                    str(m["member_epoch"]),
-                    m["client_id"],
-                    m["host"],
-                    ", ".join(m["assignment"]) or "-",
-                )
-            console.print(members)
-        if g["partitions"]:
-            parts = Table("topic", "partition", "start offset", "lag", box=None, header_style="bold")
-            for p in g["partitions"]:
-                parts.add_row(
-                    p["topic"],
-                    str(p["partition"]),
-                    "-" if p["start_offset"] is None else str(p["start_offset"]),
-                    "-" if p["lag"] is None else str(p["lag"]),
-                )
-            console.print(parts)
+        members = table(
+            ("member", "epoch", "client id", "host", "assignment"),
+            (
+                [m["member_id"], m["member_epoch"], m["client_id"], m["host"], m["assignment"]]
+                for m in g["members"]
+            ),
+        )
+        partitions = table(
+            ("topic", "partition", "start offset", "lag"),
+            ([p["topic"], p["partition"], p["start_offset"], p["lag"]] for p in g["partitions"]),
+        )
+        return summary, [members, partitions]
+
+    print_sections(stdout_console(), map(section, result))
 
 
 @app.command("delete")
