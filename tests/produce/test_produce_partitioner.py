@@ -17,6 +17,8 @@ from kafka.partitioner import default as kafka_python_partitioner  # a required 
 from aiokafka_lite.produce.partitioner import (
     RoundRobinPartitioner,
     UniformStickyPartitioner,
+    _group_by_key_partition_py,
+    group_by_key_partition,
     key_partition,
     murmur2,
 )
@@ -213,3 +215,20 @@ def test_sticky_skips_unavailable_partitions_unless_nothing_else() -> None:
         sp.on_append(10, allow_switch=True)
         seen.add(sp.current)
     assert seen == {0, 1, 2, 3}
+
+
+def test_group_by_key_partition_matches_key_partition_and_keeps_input_order() -> None:
+    rng = random.Random(7)
+    for count in (1, 3, 12):
+        keys = [rng.randbytes(rng.randint(0, 24)) for _ in range(500)]
+        order, ends = group_by_key_partition(keys, count)
+        assert sorted(order) == list(range(500)) and len(ends) == count and ends[-1] == 500
+        start = 0
+        for partition, end in enumerate(ends):
+            group = order[start:end]
+            assert group == sorted(group)  # input order within a partition
+            assert all(key_partition(keys[i], count) == partition for i in group)
+            start = end
+        assert _group_by_key_partition_py(keys, count) == (order, ends)
+    with pytest.raises(TypeError, match="key 1 is str"):
+        group_by_key_partition([b"a", "b"], 3)  # type: ignore[list-item]

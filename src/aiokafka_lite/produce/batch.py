@@ -686,12 +686,33 @@ class BatchResult(Sequence[RecordMetadata]):
     objects are only built for the records you look at.
     """
 
-    __slots__ = ("_batches", "_count", "_starts")
+    __slots__ = ("_batches", "_count", "_input_order", "_position", "_starts")
 
     def __init__(self) -> None:
         self._starts: list[int] = []  # index (in this result) of each run's first record
         self._batches: list[tuple[ProducerBatch, int]] = []  # run -> (batch, index in batch)
         self._count = 0
+        # When the records were appended grouped by partition (keyed bulk path), not in
+        # input order: append position -> input index, and (built when first indexed) its
+        # inverse. None when append order is input order.
+        self._input_order: list[int] | None = None
+        self._position: list[int] | None = None
+
+    def _grouped(self, input_order: list[int]) -> None:
+        """The runs hold the records in this order of input indexes (a permutation)."""
+        self._input_order = input_order
+        self._position = None
+
+    def _append_position(self, i: int) -> int:
+        if self._input_order is None:
+            return i
+        position = self._position
+        if position is None:
+            position = [0] * len(self._input_order)
+            for at, index in enumerate(self._input_order):
+                position[index] = at
+            self._position = position
+        return position[i]
 
     def _add(self, batch: ProducerBatch, index: int) -> None:
         """Record number ``len(self)`` is ``batch``'s record ``index``."""
@@ -723,11 +744,16 @@ class BatchResult(Sequence[RecordMetadata]):
             i += self._count
         if not 0 <= i < self._count:
             raise IndexError("BatchResult index out of range")
+        i = self._append_position(i)
         run = bisect.bisect_right(self._starts, i) - 1
         batch, first = self._batches[run]
         return batch.metadata(first + i - self._starts[run])
 
     def __iter__(self) -> Iterator[RecordMetadata]:
+        if self._input_order is not None:
+            for i in range(self._count):
+                yield self[i]
+            return
         for start, (batch, first), end in zip(
             self._starts, self._batches, [*self._starts[1:], self._count], strict=True
         ):
@@ -736,6 +762,17 @@ class BatchResult(Sequence[RecordMetadata]):
 
     def done(self) -> bool:
         return all(b.is_done for b, _ in self._distinct())
+
+    def counts_by_partition(self) -> dict[TopicPartition, int]:
+        """How many of the records went to each partition, without building a
+        ``RecordMetadata`` per record (a batch split on retry keeps its partition)."""
+        counts: dict[TopicPartition, int] = {}
+        starts = self._starts
+        for (batch, _first), start, end in zip(
+            self._batches, starts, [*starts[1:], self._count], strict=True
+        ):
+            counts[batch.tp] = counts.get(batch.tp, 0) + (end - start)
+        return counts
 
     def _distinct(self) -> list[tuple[ProducerBatch, int]]:
         seen: set[int] = set()

@@ -95,6 +95,32 @@ def key_partition(key: bytes | bytearray | memoryview, partition_count: int) -> 
     return (_murmur2_u32(key) & 0x7FFFFFFF) % partition_count
 
 
+def _group_by_key_partition_py(keys: list[bytes], count: int) -> tuple[list[int], list[int]]:
+    parts = [(_murmur2_u32(k) & 0x7FFFFFFF) % count for k in keys]
+    order = sorted(range(len(keys)), key=parts.__getitem__)  # stable: input order within one
+    ends: list[int] = []
+    total = 0
+    sizes = [0] * count
+    for p in parts:
+        sizes[p] += 1
+    for size in sizes:
+        total += size
+        ends.append(total)
+    return order, ends
+
+
+def group_by_key_partition(keys: list[bytes], count: int) -> tuple[list[int], list[int]]:
+    """The default partitioner over many keys at once, as a stable grouping: ``order``
+    lists the indexes of ``keys`` partition by partition (input order within each), and
+    partition ``p``'s indexes are ``order[ends[p - 1]:ends[p]]``."""
+    if c_ext is not None:
+        return c_ext.group_by_key_partition(keys, count)  # type: ignore[no-any-return]
+    for i, k in enumerate(keys):
+        if type(k) is not bytes:
+            raise TypeError(f"key {i} is {type(k).__name__}, not bytes")
+    return _group_by_key_partition_py(keys, count)
+
+
 class UniformStickyPartitioner:
     """Per-topic state of the KIP-794 keyless partitioner.
 

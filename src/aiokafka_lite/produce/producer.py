@@ -54,7 +54,7 @@ from .batch import (
     record_failures,
 )
 from .config import ProducerConfig
-from .partitioner import key_partition
+from .partitioner import group_by_key_partition, key_partition
 from .sender import Sender, _now_ms
 from .sequencing import IdempotenceManager
 from .topics import TopicRegistry, TopicState
@@ -450,6 +450,10 @@ class Producer:
         vs = self._value_serializer
         if vs is not None and value is not None:
             value = vs(value)
+        return self._checked(key, value)
+
+    def _checked(self, key: Any, value: Any) -> tuple[Bytes | None, Bytes | None]:
+        """``key`` and ``value`` after serialization: bytes-like or None, else a TypeError."""
         if key is not None and not isinstance(key, _BYTES_TYPES):
             raise TypeError(
                 f"key must be bytes, bytearray, memoryview or None, not {type(key).__name__} "
@@ -519,12 +523,20 @@ class Producer:
         return fatal
 
     def _prepare(
-        self, key: Any, value: Any, headers: Headers | None, timestamp_ms: int | None
+        self,
+        key: Any,
+        value: Any,
+        headers: Headers | None,
+        timestamp_ms: int | None,
+        serialized: bool = False,
     ) -> tuple[Bytes | None, Bytes | None, int, int]:
-        """Serialize and validate one record: ``(key, value, size bound, timestamp)``."""
+        """Serialize (unless the bulk paths did already: ``serialized``) and validate one
+        record: ``(key, value, size bound, timestamp)``."""
         if self._refused:
             raise self._refusal()
-        if self._key_serializer is not None or self._value_serializer is not None:
+        if serialized:
+            key, value = self._checked(key, value)
+        elif self._key_serializer is not None or self._value_serializer is not None:
             key, value = self._serialize(key, value)
         elif not ((value is None or type(value) is bytes) and (key is None or type(key) is bytes)):
             key, value = self._serialize(key, value)
@@ -854,6 +866,13 @@ class Producer:
         vs = self._value_serializer
         if vs is not None:
             values = (vs(v) if v is not None else None for v in values)
+        if keys is not None and headers is None and partition is None and self._keyed:
+            ks = self._key_serializer
+            keys = [ks(k) if k is not None else None for k in keys] if ks is not None else list(keys)
+            values = values if type(values) is list else list(values)
+            if len(keys) == len(values) and all(type(k) is bytes for k in keys):
+                await self._enqueue_keyed(topic, values, keys, timestamp_ms, result)
+                return result
         if (
             keys is not None
             or headers is not None
@@ -894,7 +913,7 @@ class Producer:
                             break
                         n += 1
                 except TypeError:
-                    self._serialize(None, value)  # raises the descriptive TypeError
+                    self._checked(None, value)  # raises the descriptive TypeError
                     raise
                 finally:
                     if n:
@@ -916,7 +935,7 @@ class Producer:
                 raise self._refusal()
             if timestamp_ms is None:
                 ts = int(_time() * 1000)
-            key_value_size_ts = self._prepare(None, carry, None, ts)
+            key_value_size_ts = self._prepare(None, carry, None, ts, serialized=True)
             batch, index = self._append_new(
                 state, q, partition, None, key_value_size_ts[1], None, ts, key_value_size_ts[2], 0, kick=False
             ) or (None, None)
@@ -925,6 +944,83 @@ class Producer:
                 state = self._topics.topics.get(topic) or state
                 sticky, queues = state.sticky, state.queues
             add_run(batch, index, 1)  # type: ignore[arg-type]
+
+    async def _enqueue_keyed(
+        self,
+        topic: str,
+        values: list[Any],
+        keys: list[bytes],
+        timestamp_ms: int | None,
+        result: BatchResult,
+    ) -> None:
+        """Keyed records under the default partitioner, appended partition by partition:
+        each partition's records go into its batch in one run (input order within a
+        partition, the only order Kafka keeps) instead of hopping between partitions
+        record by record. ``result`` still answers in input order."""
+        loop = _backend.loop()
+        state = self._topics.topics.get(topic)
+        if state is None or not self._started:
+            state = await self._state_for(topic, None, loop.time() + self.config.max_block_ms / 1000)
+        if timestamp_ms is not None and (type(timestamp_ms) is not int or timestamp_ms < 0):
+            raise E.InvalidTimestampError(f"timestamp_ms must be a non-negative int, got {timestamp_ms!r}")
+        ts = int(_time() * 1000) if timestamp_ms is None else timestamp_ms
+        order, ends = group_by_key_partition(keys, state.partition_count)
+        add_run = result._add_run
+        start = 0
+        try:
+            for p, end in enumerate(ends):
+                if end == start:
+                    continue
+                indexes = iter(order[start:end])
+                start = end
+                q = state.queues[p]
+                while True:
+                    app = q.append
+                    carry: Any = _END
+                    if app is not None:
+                        tss = q.timestamps
+                        first = len(tss)
+                        n = 0
+                        i = -1
+                        try:
+                            for i in indexes:
+                                if not app(ts, keys[i], values[i], ()):
+                                    carry = i
+                                    break
+                                n += 1
+                        except TypeError:
+                            self._checked(keys[i], values[i])  # raises the descriptive TypeError
+                            raise
+                        finally:
+                            if n:
+                                tss.extend([ts] * n)
+                                batch = q.open
+                                assert batch is not None
+                                add_run(batch, first, n)
+                        if carry is _END:
+                            break
+                    else:
+                        carry = next(indexes, _END)
+                        if carry is _END:
+                            break
+                    # The open batch is full (or there is none): the carried record starts
+                    # a new one, waiting for buffer memory if it must.
+                    if self._refused:
+                        raise self._refusal()
+                    if timestamp_ms is None:
+                        ts = int(_time() * 1000)
+                    prepared = self._prepare(keys[carry], values[carry], None, ts, serialized=True)
+                    added = self._append_new(
+                        state, q, p, prepared[0], prepared[1], None, ts, prepared[2], 0, kick=False
+                    )
+                    if added is None:
+                        added = await self._append_slow(topic, p, None, prepared)
+                        state = self._topics.topics.get(topic) or state
+                        q = state.queues[p]
+                    add_run(added[0], added[1], 1)
+        finally:
+            self._sender.wake()  # what was appended stays buffered, as on the other paths
+        result._grouped(order)
 
     async def _enqueue_each(
         self,

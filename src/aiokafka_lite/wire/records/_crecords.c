@@ -1109,17 +1109,12 @@ static PyTypeObject WriterType = {
 
 /* ------------------------------------------------------------------ module */
 
-/* murmur2_u32(data) -> int: MurmurHash2 (32-bit, seed 0x9747b28c) as the Java client's
- * Utils.murmur2 computes it, as an unsigned value. The default partitioner hashes every
- * keyed record with it, so it belongs with the other per-record hot loops. */
-static PyObject *
-murmur2_u32(PyObject *self, PyObject *arg)
+/* MurmurHash2 (32-bit, seed 0x9747b28c) as the Java client's Utils.murmur2 computes it,
+ * as an unsigned value. The default partitioner hashes every keyed record with it, so it
+ * belongs with the other per-record hot loops. */
+static uint32_t
+murmur2_hash(const unsigned char *data, Py_ssize_t length)
 {
-    Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
-        return NULL;
-    const unsigned char *data = (const unsigned char *)view.buf;
-    Py_ssize_t length = view.len;
     const uint32_t m = 0x5bd1e995u;
     uint32_t h = 0x9747b28cu ^ (uint32_t)length;
     Py_ssize_t words = length >> 2;
@@ -1147,12 +1142,93 @@ murmur2_u32(PyObject *self, PyObject *arg)
     h ^= h >> 13;
     h *= m;
     h ^= h >> 15;
+    return h;
+}
+
+/* murmur2_u32(data) -> int: the hash of any buffer, unsigned. */
+static PyObject *
+murmur2_u32(PyObject *self, PyObject *arg)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    uint32_t h = murmur2_hash((const unsigned char *)view.buf, view.len);
     PyBuffer_Release(&view);
     return PyLong_FromUnsignedLong((unsigned long)h);
 }
 
+/* group_by_key_partition(keys, count) -> (order, ends): the default partitioner's
+ * partition of each key ((murmur2 & 0x7fffffff) % count), as a stable grouping: ``order``
+ * lists the indexes of ``keys`` partition by partition (input order within one), and
+ * partition p's indexes are order[ends[p-1]:ends[p]]. A bulk append then fills each
+ * partition's batch in one run instead of hopping between partitions record by record.
+ * ``keys`` is a list of bytes (anything else is a TypeError: the caller checks first). */
+static PyObject *
+group_by_key_partition(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyList_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "group_by_key_partition(keys: list[bytes], count: int)");
+        return NULL;
+    }
+    PyObject *keys = args[0];
+    long count = PyLong_AsLong(args[1]);
+    if (count == -1 && PyErr_Occurred())
+        return NULL;
+    if (count <= 0) {
+        PyErr_SetString(PyExc_ValueError, "partition count must be positive");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(keys);
+    uint32_t *parts = PyMem_Malloc(sizeof(uint32_t) * (n ? n : 1));
+    Py_ssize_t *next = PyMem_Calloc((size_t)count, sizeof(Py_ssize_t));
+    PyObject *order = NULL, *ends = NULL, *out = NULL;
+    if (parts == NULL || next == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *key = PyList_GET_ITEM(keys, i);
+        if (!PyBytes_Check(key)) {
+            PyErr_Format(PyExc_TypeError, "key %zd is %.100s, not bytes", i, Py_TYPE(key)->tp_name);
+            goto done;
+        }
+        uint32_t h = murmur2_hash((const unsigned char *)PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key));
+        parts[i] = (h & 0x7fffffffu) % (uint32_t)count;
+        next[parts[i]]++;
+    }
+    ends = PyList_New(count);
+    order = PyList_New(n);
+    if (ends == NULL || order == NULL)
+        goto done;
+    Py_ssize_t total = 0;
+    for (long p = 0; p < count; p++) {
+        Py_ssize_t size = next[p];
+        next[p] = total; /* now the next free slot of partition p */
+        total += size;
+        PyObject *end = PyLong_FromSsize_t(total);
+        if (end == NULL)
+            goto done;
+        PyList_SET_ITEM(ends, p, end);
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *index = PyLong_FromSsize_t(i);
+        if (index == NULL)
+            goto done;
+        PyList_SET_ITEM(order, next[parts[i]]++, index);
+    }
+    out = PyTuple_Pack(2, order, ends);
+done:
+    PyMem_Free(parts);
+    PyMem_Free(next);
+    Py_XDECREF(order);
+    Py_XDECREF(ends);
+    return out;
+}
+
 static PyMethodDef module_methods[] = {
     {"murmur2_u32", murmur2_u32, METH_O, "murmur2_u32(data) -> Java's murmur2 hash, unsigned"},
+    {"group_by_key_partition", (PyCFunction)(void (*)(void))group_by_key_partition, METH_FASTCALL,
+     "group_by_key_partition(keys, count) -> (order, ends): indexes grouped by default partition"},
     {"setup", setup, METH_VARARGS, "setup(Record, CorruptRecordError)"},
     {"decode_records", (PyCFunction)(void (*)(void))decode_records, METH_FASTCALL,
      "decode_records(data, start, end, count, base_offset, base_timestamp, log_append_time)"},
