@@ -390,3 +390,33 @@ def test_sink_arrow_and_row_paths_agree() -> None:
     assert via_arrow[0] == ("default", b"v1", b"k1", 2, [("h", b"x"), ("n", None)])
     assert via_arrow[1] == ("other", b"v2", None, None, None)
     assert via_arrow[2] == ("default", None, b"k3", 0, None)
+    # With topic, partition or headers columns, chunks are runs of one topic and partition.
+    chunks = list(ds._arrow_chunks(iter([batch]), plan, "default"))
+    assert [(c[0], c[1], c[2], c[3]) for c in chunks] == [
+        ("default", 2, [b"v1"], [b"k1"]),
+        ("other", None, [b"v2"], [None]),
+        ("default", 0, [None], [b"k3"]),
+    ]
+
+
+def test_sink_arrow_chunks_are_whole_columns_for_key_and_value() -> None:
+    """The usual write (key and value to the ``topic`` option) hands each Arrow batch's
+    columns to the producer whole, strings cast to bytes, nulls kept."""
+    import pyarrow as pa
+    from pyspark.sql.types import BinaryType, StringType, StructField, StructType
+
+    from aiokafka_lite.spark import datasource as ds
+
+    schema = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
+    plan = ds._row_plan(schema, "t")
+    batch = pa.record_batch(
+        [pa.array(["k1", None, "ké"]), pa.array([b"v1", b"v2", None], pa.binary())], names=["key", "value"]
+    )
+    chunks = list(ds._arrow_chunks(iter([batch, batch.slice(0, 0), batch.slice(1, 1)]), plan, "t"))
+    assert chunks == [
+        ("t", None, [b"v1", b"v2", None], [b"k1", None, "ké".encode()], None),
+        ("t", None, [b"v2"], [None], None),
+    ]
+    value_only = ds._row_plan(StructType([StructField("value", StringType())]), "t")
+    text = pa.record_batch([pa.array(["a", "b"])], names=["value"])
+    assert list(ds._arrow_chunks(iter([text]), value_only, "t")) == [("t", None, [b"a", b"b"], None, None)]

@@ -471,8 +471,32 @@ def _arrow_rows(
             yield topic, value, key, part, out_headers
 
 
+def _arrow_chunks(
+    batches: Iterator[Any], plan: _RowPlan, default_topic: str | None
+) -> Iterator[kafka_io.OutChunk]:
+    """Arrow record batches -> producer chunks. Without topic, partition and headers
+    columns (the usual write: key and value to the ``topic`` option) each batch's columns
+    go to the producer whole, where keyed records are grouped by partition in one pass;
+    otherwise row by row, in runs of one topic and partition."""
+    if plan.topic is not None or plan.partition is not None or plan.headers is not None:
+        yield from kafka_io.chunks_of(_arrow_rows(batches, plan, default_topic))
+        return
+    assert default_topic is not None  # _row_plan refuses a schema with neither
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        # A string column is UTF-8 already: cast to binary in Arrow (no copy), not .encode() per row.
+        value_column = batch.column(plan.value)
+        values = (value_column.cast("binary") if plan.value_is_str else value_column).to_pylist()
+        keys = None
+        if plan.key is not None:
+            key_column = batch.column(plan.key)
+            keys = (key_column.cast("binary") if plan.key_is_str else key_column).to_pylist()
+        yield default_topic, None, values, keys, None
+
+
 def _write_arrow(sink: SinkOptions, plan: _RowPlan, batches: Iterator[Any]) -> KafkaCommitMessage:
-    result = kafka_io.write_rows(sink, _arrow_rows(batches, plan, sink.topic))
+    result = kafka_io.write_chunks(sink, _arrow_chunks(batches, plan, sink.topic))
     return KafkaCommitMessage(result.counts)
 
 
