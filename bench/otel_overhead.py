@@ -174,7 +174,9 @@ def run_child(bootstrap: str, mode: str, name: str, topic: str, records: int, va
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--value-size", type=int, default=100)
     parser.add_argument("--runs", type=int, default=3)
@@ -202,7 +204,9 @@ def main() -> None:
         for run in range(args.runs):
             for name in workloads:
                 for mode in modes:  # interleaved, so drift hits every mode alike
-                    topic = source if name in ("async-for", "getmany") else f"otel-bench-{uuid.uuid4().hex[:8]}"
+                    topic = (
+                        source if name in ("async-for", "getmany") else f"otel-bench-{uuid.uuid4().hex[:8]}"
+                    )
                     rate = run_child(bootstrap, mode, name, topic, records, args.value_size)
                     best[(name, mode)] = max(best.get((name, mode), 0.0), rate)
                     print(f"run {run + 1}: {name:<10} {mode:<9} {rate:>12,.0f} rec/s", file=sys.stderr)

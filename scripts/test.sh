@@ -49,6 +49,7 @@ echo "== ruff"
 lint_dirs=()
 for d in src tests tools bench examples; do [ -d "$d" ] && lint_dirs+=("$d"); done
 "$VENV/bin/python" -m ruff check "${lint_dirs[@]}"
+"$VENV/bin/python" -m ruff format --check "${lint_dirs[@]}"
 echo "== mypy --strict src/"
 "$VENV/bin/python" -m mypy
 echo "== docs: mkdocs build --strict"

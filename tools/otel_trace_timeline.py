@@ -166,7 +166,9 @@ def render_svg(spans: Sequence[Any]) -> str:
         bx, bw = x(s.start_time), max(x(s.end_time) - x(s.start_time), 2.0)
         dur = (s.end_time - s.start_time) / 1e6
         title = html.escape(
-            "\n".join([f"{s.name} ({kind}, {dur:.2f} ms)"] + [f"{k} = {v}" for k, v in (s.attributes or {}).items()])
+            "\n".join(
+                [f"{s.name} ({kind}, {dur:.2f} ms)"] + [f"{k} = {v}" for k, v in (s.attributes or {}).items()]
+            )
         )
         out.append(
             f'<rect x="{bx:.1f}" y="{y + 5}" width="{bw:.1f}" height="{row_h - 10}" rx="3" fill="{colour}">'
@@ -205,7 +207,9 @@ def _tick_step(total_ms: float) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args()
     spans = asyncio.run(run_flow())

@@ -32,7 +32,9 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def threaded_cluster(kafka_threaded_cluster_factory: Callable[..., ThreadedCluster]) -> Iterator[ThreadedCluster]:
+def threaded_cluster(
+    kafka_threaded_cluster_factory: Callable[..., ThreadedCluster],
+) -> Iterator[ThreadedCluster]:
     """One embedded broker (auto-created topics, three partitions by default) in a thread."""
     yield kafka_threaded_cluster_factory(brokers=1, default_partitions=3)
 
@@ -80,7 +82,9 @@ def client_tasks_running() -> list[str]:
 
     def ours(coro: Any) -> bool:
         code = getattr(coro, "cr_code", None)
-        return code is not None and "/aiokafka_lite/" in code.co_filename and "/testing/" not in code.co_filename
+        return (
+            code is not None and "/aiokafka_lite/" in code.co_filename and "/testing/" not in code.co_filename
+        )
 
     if asyncio._get_running_loop() is not None:
         return [repr(t) for t in asyncio.all_tasks() if not t.done() and ours(t.get_coro())]

@@ -16,7 +16,9 @@ pytestmark = pytest.mark.anyio
 
 async def _fill(bootstrap: str, topic: str, partitions: int, count: int) -> set[bytes]:
     async with Admin(bootstrap, **FAST) as admin:
-        (await admin.create_topics([NewTopic(topic, partitions=partitions, replication_factor=1)])).raise_errors()
+        (
+            await admin.create_topics([NewTopic(topic, partitions=partitions, replication_factor=1)])
+        ).raise_errors()
     values = {f"{topic}-{i}".encode() for i in range(count)}
     async with Producer(bootstrap, linger_ms=2, **FAST) as producer:
         for v in sorted(values):

@@ -24,7 +24,9 @@ async def _end_offsets(bootstrap: str, topic: str, partitions: int) -> int:
 
 async def _topic(bootstrap: str, name: str, partitions: int = 3) -> None:
     async with Admin(bootstrap, **FAST) as admin:
-        (await admin.create_topics([NewTopic(name, partitions=partitions, replication_factor=1)])).raise_errors()
+        (
+            await admin.create_topics([NewTopic(name, partitions=partitions, replication_factor=1)])
+        ).raise_errors()
 
 
 async def test_send_enqueue_and_batch(anyio_backend: str, threaded_cluster: ThreadedCluster) -> None:

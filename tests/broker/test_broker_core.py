@@ -160,7 +160,9 @@ async def test_api_versions_unknown_version_falls_back_to_v0(kafka_cluster: Embe
         assert (await c.request(ApiVersionsRequest(), 0)).error_code == 0  # type: ignore[attr-defined]
 
 
-async def test_api_versions_unknown_version_with_a_malformed_header_closes(kafka_cluster: EmbeddedCluster) -> None:
+async def test_api_versions_unknown_version_with_a_malformed_header_closes(
+    kafka_cluster: EmbeddedCluster,
+) -> None:
     """Kafka parses an unknown ApiVersions version's header as a flexible (v2) header;
     without its tagged fields the request cannot be read and the connection closes."""
     async with await RawClient.connect(kafka_cluster.bootstrap) as c:

@@ -93,7 +93,9 @@ def test_encode_matches_generated(v: int) -> None:
                         log_start_offset=s,
                         error_message=m,
                         record_errors=[
-                            ProduceResponse.BatchIndexAndErrorMessage(batch_index=bi, batch_index_error_message=bm)
+                            ProduceResponse.BatchIndexAndErrorMessage(
+                                batch_index=bi, batch_index_error_message=bm
+                            )
                             for bi, bm in r
                         ],
                     )

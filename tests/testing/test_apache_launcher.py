@@ -86,7 +86,9 @@ async def test_three_nodes_survive_a_killed_broker_and_take_it_back() -> None:
 
         async def produce(n: int, tag: bytes) -> None:
             async with Producer(kafka.bootstrap, acks="all", enable_idempotence=True) as producer:
-                futs = [await producer.enqueue("launcher-ha", tag + b"%d" % i, partition=i % 3) for i in range(n)]
+                futs = [
+                    await producer.enqueue("launcher-ha", tag + b"%d" % i, partition=i % 3) for i in range(n)
+                ]
                 await producer.flush()
                 for f in futs:
                     await f
@@ -134,7 +136,9 @@ def test_apache_mode_selects_only_portable_broker_tests(pytester: pytest.Pyteste
         )
     )
     result = pytester.runpytest("--kafka=apache", "--collect-only", "-q", "-p", "no:cacheprovider")
-    result.stdout.fnmatch_lines(["*test_portable*", "*test_portable_cluster*", "*2/4 tests collected (2 deselected)*"])
+    result.stdout.fnmatch_lines(
+        ["*test_portable*", "*test_portable_cluster*", "*2/4 tests collected (2 deselected)*"]
+    )
     assert "test_unit" not in result.stdout.str()
     assert "test_needs_faults" not in result.stdout.str()
     embedded = pytester.runpytest("--collect-only", "-q", "-p", "no:cacheprovider")
@@ -172,7 +176,9 @@ def test_an_interrupted_run_leaves_no_kafka_behind(tmp_path: Path) -> None:
         "c.start()\n"
         "print(c.nodes[0].pid, flush=True)\n"
     )
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=180, check=True)
+    proc = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=180, check=True
+    )
     pid = int(proc.stdout.split()[-1])
     try:
         os.kill(pid, 0)
@@ -182,14 +188,20 @@ def test_an_interrupted_run_leaves_no_kafka_behind(tmp_path: Path) -> None:
     raise AssertionError(f"Kafka process {pid} outlived the interpreter that started it")
 
 
-async def test_factory_configs_shape_the_embedded_broker_too(kafka_cluster_factory: Any, kafka_mode: str) -> None:
+async def test_factory_configs_shape_the_embedded_broker_too(
+    kafka_cluster_factory: Any, kafka_mode: str
+) -> None:
     # The same broker settings on either kind of cluster: here a small message.max.bytes
     # (a typed BrokerConfig field on the embedded broker) and an auto-creation switch.
     from aiokafka_lite import errors as E
 
-    kc = await kafka_cluster_factory(configs={"message.max.bytes": "2000", "auto.create.topics.enable": "false"})
+    kc = await kafka_cluster_factory(
+        configs={"message.max.bytes": "2000", "auto.create.topics.enable": "false"}
+    )
     kc.create_topic("small", 1)
-    async with Producer(kc.bootstrap, acks="all", compression=None, linger_ms=0, max_block_ms=2000) as producer:
+    async with Producer(
+        kc.bootstrap, acks="all", compression=None, linger_ms=0, max_block_ms=2000
+    ) as producer:
         assert (await producer.send("small", b"x" * 100, partition=0)).offset == 0
         with pytest.raises(E.MessageSizeTooLargeError):
             await producer.send("small", b"x" * 5000, partition=0)

@@ -187,10 +187,7 @@ class Admin(ShareGroupsAdmin, ConsumerGroupsAdmin):
     # ------------------------------------------------------------------ plumbing
 
     def _deadline(self, timeout_ms: float | None) -> float:
-        return (
-            _backend.loop().time()
-            + (self.default_timeout_ms if timeout_ms is None else timeout_ms) / 1000
-        )
+        return _backend.loop().time() + (self.default_timeout_ms if timeout_ms is None else timeout_ms) / 1000
 
     def _remaining_ms(self, deadline: float) -> float:
         return max((deadline - _backend.loop().time()) * 1000, 1.0)

@@ -222,7 +222,9 @@ class PartitionLog:
         if self.log_append_time:
             now = max_ts = int(time.time() * 1000)
             set_max_timestamp(buf, 0, now, log_append_time=True)
-        elif batch.attributes & _ATTR_LOG_APPEND_TIME or (max_timestamp is not None and max_timestamp != max_ts):
+        elif batch.attributes & _ATTR_LOG_APPEND_TIME or (
+            max_timestamp is not None and max_timestamp != max_ts
+        ):
             max_ts = max_ts if max_timestamp is None else max_timestamp
             set_max_timestamp(buf, 0, max_ts, log_append_time=False)
         last = offset + batch.last_offset_delta
@@ -345,9 +347,7 @@ class PartitionLog:
             state = ProducerState(batch.producer_epoch, coordinator_epoch=old_coord)
             self.producers[pid] = state
         if batch.base_sequence >= 0:
-            state.batches.append(
-                ProducerBatchMeta(batch.base_sequence, batch.last_sequence, base, last, ts)
-            )
+            state.batches.append(ProducerBatchMeta(batch.base_sequence, batch.last_sequence, base, last, ts))
         if batch.is_transactional and pid not in self.ongoing_txns:
             self.ongoing_txns[pid] = base
 

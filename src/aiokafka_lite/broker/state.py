@@ -117,7 +117,11 @@ def _number(kind: str, lo: float, hi: float) -> Callable[[str], str | None]:
         if (kind == "int" and not _INT_MIN <= number <= _INT_MAX) or not _LONG_MIN <= number <= _LONG_MAX:
             return f"value is out of range for a {kind}"
         if not lo <= number <= hi:
-            return f"value must be at least {lo:g}" if hi in (_INT_MAX, _LONG_MAX) else f"value must be in [{lo:g}, {hi:g}]"
+            return (
+                f"value must be at least {lo:g}"
+                if hi in (_INT_MAX, _LONG_MAX)
+                else f"value must be in [{lo:g}, {hi:g}]"
+            )
         return None
 
     return check

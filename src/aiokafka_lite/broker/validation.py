@@ -140,7 +140,9 @@ def check_request_records(data: Buffer, produce_version: int) -> RecordBatch:
     return first
 
 
-_V2_ONLY: Final = "Produce requests with version {} are only allowed to contain record batches with magic version 2"
+_V2_ONLY: Final = (
+    "Produce requests with version {} are only allowed to contain record batches with magic version 2"
+)
 
 
 def check_batch(batch: RecordBatch, rules: TopicRules, now_ms: int) -> RecordsSummary:
@@ -150,7 +152,9 @@ def check_batch(batch: RecordBatch, rules: TopicRules, now_ms: int) -> RecordsSu
     partition's error; refused records raise :class:`RecordErrors`.
     """
     if batch.base_offset != 0:
-        raise InvalidRecordError(f"The baseOffset of the record batch should be 0, but it is {batch.base_offset}")
+        raise InvalidRecordError(
+            f"The baseOffset of the record batch should be 0, but it is {batch.base_offset}"
+        )
     size = batch.size_in_bytes
     if size > rules.max_message_bytes:
         raise MessageSizeTooLargeError(
@@ -264,7 +268,11 @@ def _record_errors(
                 )
         elif lat_batch:
             out.append(
-                (i, "Invalid timestamp type in message: producers may not set the timestamp type LogAppendTime", True)
+                (
+                    i,
+                    "Invalid timestamp type in message: producers may not set the timestamp type LogAppendTime",
+                    True,
+                )
             )
     return out
 

@@ -314,8 +314,10 @@ class Client:
         owner = self._owner
         if owner is None or self._closed:
             coro.close()
-            raise E.ClosedError("client is closed") if self._closed else E.IllegalStateError(
-                "client not started"
+            raise (
+                E.ClosedError("client is closed")
+                if self._closed
+                else E.IllegalStateError("client not started")
             )
         task: asyncio.Task[T] = owner.spawn(coro, name)
         return task
@@ -380,9 +382,7 @@ class Client:
             brokers[node_id] = snap
         return {
             "brokers": brokers,
-            "metadata_age_s": (_backend.loop().time() - self._last_refresh)
-            if self._last_refresh
-            else None,
+            "metadata_age_s": (_backend.loop().time() - self._last_refresh) if self._last_refresh else None,
             "topics_tracked": len(self._topics),
             "coordinators_cached": len(self._coordinators),
             "retries": self.retries,
@@ -854,7 +854,9 @@ class Client:
                     await self.refresh_metadata([topic])
                     info = self._cluster.topics.get(topic)
                     if info is None or not info.partitions:
-                        await _backend.sleep(min(self._retry_backoff(attempt), max(deadline - loop.time(), 0)))
+                        await _backend.sleep(
+                            min(self._retry_backoff(attempt), max(deadline - loop.time(), 0))
+                        )
             except TimeoutError:
                 pass
             except E.KafkaError as exc:

@@ -777,7 +777,9 @@ async def _open_stream(conn: BrokerConnection) -> None:
         ) from e
     except (anyio.BrokenResourceError, anyio.EndOfStream, *_HANDSHAKE_CUT) as e:
         if ctx is None:
-            raise E.KafkaConnectionError(f"cannot connect to {conn.host}:{conn.port}: {describe_error(e)}") from e
+            raise E.KafkaConnectionError(
+                f"cannot connect to {conn.host}:{conn.port}: {describe_error(e)}"
+            ) from e
         raise _plaintext_listener_error(conn, e) from e
     except TimeoutError as e:
         step = "TCP connection and TLS handshake" if ctx is not None else "TCP connection"
@@ -785,7 +787,9 @@ async def _open_stream(conn: BrokerConnection) -> None:
             f"cannot connect to {conn.host}:{conn.port} ({step} not done within {timeout * 1000:.0f} ms)"
         ) from e
     except OSError as e:
-        raise E.KafkaConnectionError(f"cannot connect to {conn.host}:{conn.port} ({describe_error(e)})") from e
+        raise E.KafkaConnectionError(
+            f"cannot connect to {conn.host}:{conn.port} ({describe_error(e)})"
+        ) from e
     transport = _StreamTransport(stream, conn)
     conn.connection_made(transport)  # type: ignore[arg-type]
     owner.spawn(transport.run(), f"io-{conn.node_id}")

@@ -337,7 +337,16 @@ def kafka_threaded_cluster_factory(pytestconfig: pytest.Config) -> Iterator[Call
 
 # EmbeddedCluster arguments that a real cluster can honour, and how.
 _PORTABLE_CLUSTER_ARGS = frozenset(
-    {"brokers", "auto_create_topics", "default_partitions", "topics", "configs", "tls", "sasl_users", "sasl_mechanisms"}
+    {
+        "brokers",
+        "auto_create_topics",
+        "default_partitions",
+        "topics",
+        "configs",
+        "tls",
+        "sasl_users",
+        "sasl_mechanisms",
+    }
 )
 
 

@@ -104,7 +104,11 @@ async def metadata(ctx: RequestContext, req: Request) -> Response:
     include_ops = req.include_topic_authorized_operations
     topics: list[MetadataResponse.MetadataResponseTopic] = []
     want_all = req.topics is None or (v == 0 and not req.topics)
-    if not want_all and v in (10, 11) and any(rt.name is None or rt.topic_id != ZERO_UUID for rt in req.topics or []):
+    if (
+        not want_all
+        and v in (10, 11)
+        and any(rt.name is None or rt.topic_id != ZERO_UUID for rt in req.topics or [])
+    ):
         # v10/v11 carry a topic id field but Kafka does not serve ids before v12: it rejects the
         # whole request, every requested topic with INVALID_REQUEST (a null name answered as "").
         return MetadataResponse(

@@ -221,7 +221,9 @@ def set_partition_leader_epoch(buf: bytearray | memoryview, pos: int, epoch: int
     _I32.pack_into(buf, pos + V2_LEADER_EPOCH_OFFSET, epoch)
 
 
-def set_max_timestamp(buf: bytearray | memoryview, pos: int, timestamp: int, *, log_append_time: bool) -> None:
+def set_max_timestamp(
+    buf: bytearray | memoryview, pos: int, timestamp: int, *, log_append_time: bool
+) -> None:
     """Set a v2 batch's max timestamp and timestamp type (attributes bit 3), recomputing
     the CRC: what a broker does to a produced batch (the true max of its records for
     CreateTime, the append time for LogAppendTime)."""
