@@ -41,11 +41,14 @@ How it stays out of the application's way:
   recurses.
 * ``flush()`` waits (at most ``flush_timeout_ms``) until what was logged so far is
   acknowledged; it also runs when the interpreter begins to exit. ``close()`` (called
-  by ``logging.shutdown()`` at exit, and by
-  ``dictConfig`` when it replaces the handler) sends what is buffered within
+  by ``logging.shutdown()`` at exit) sends what is buffered within
   ``close_timeout_ms`` and stops the thread. Records still buffered then are counted as
-  dropped. Both wait, so call them at shutdown rather than on an event loop that must
-  stay responsive.
+  dropped, with a warning. Both wait, so call them at shutdown rather than on an event
+  loop that must stay responsive. ``dictConfig`` (and ``fileConfig``) replacing the
+  handler call them holding ``logging``'s module lock, which the handler's thread needs
+  to log: then neither waits, the thread sends what is buffered once the configuration
+  is done (within ``close_timeout_ms``) and stops, and the interpreter waits for it at
+  exit.
 
 ``sent``, ``failed`` (delivery failed: Kafka refused the records or the producer gave
 up, per ``delivery_timeout_ms``/``max_block_ms``), ``dropped`` and ``buffered`` are
@@ -135,13 +138,28 @@ def _flush_before_exit(handler: KafkaHandler) -> None:
         return
     ref = weakref.ref(handler)
 
-    def flush() -> None:
+    def finish() -> None:
         alive = ref()
         if alive is not None:
-            alive.flush()
+            alive._finish_at_exit()
 
     with contextlib.suppress(RuntimeError):  # already exiting
-        register(flush)
+        register(finish)
+
+
+def _holds_logging_lock() -> bool:
+    """Whether this thread holds ``logging``'s module lock, as ``dictConfig`` and
+    ``fileConfig`` do while they close the handlers they replace.
+
+    The handler's thread needs that lock as soon as it logs anything after the
+    configuration cleared the loggers' level caches (asyncio logs as its loop starts, the
+    client as it connects), so waiting for that thread then would only wait out the
+    timeouts. (``_is_owned`` is what ``threading.Condition`` uses on an RLock; without it,
+    the answer is "no" and close() waits as it always did.)
+    """
+    lock = getattr(logging, "_lock", None)
+    is_owned = getattr(lock, "_is_owned", None)
+    return bool(is_owned()) if callable(is_owned) else False
 
 
 class KafkaHandler(logging.Handler):
@@ -270,8 +288,14 @@ class KafkaHandler(logging.Handler):
             self._call_soon(callback)
 
     def flush(self) -> None:
-        """Wait until what was logged so far is acknowledged (at most ``flush_timeout_ms``)."""
-        if threading.get_ident() == self._thread_id or not self._ready.wait(self._flush_timeout_s):
+        """Wait until what was logged so far is acknowledged (at most ``flush_timeout_ms``).
+
+        Returns at once when called holding ``logging``'s module lock (``dictConfig`` replacing
+        the handler flushes it so before closing it): the close that follows sends the records.
+        """
+        if threading.get_ident() == self._thread_id or _holds_logging_lock():
+            return
+        if not self._ready.wait(self._flush_timeout_s):
             return
         loop = self._loop
         if loop is None or not self._thread.is_alive():
@@ -289,15 +313,33 @@ class KafkaHandler(logging.Handler):
             log.debug("KafkaHandler(%s): flush failed: %r", self.topic, exc)
 
     def close(self) -> None:
-        """Send what is buffered (at most ``close_timeout_ms``), then stop. Idempotent."""
+        """Send what is buffered (at most ``close_timeout_ms``), then stop. Idempotent.
+
+        Called holding ``logging``'s module lock (by ``dictConfig`` or ``fileConfig``
+        replacing the handler), it returns at once instead: the handler's thread, which
+        needs that lock to log, sends what is buffered once the configuration is done
+        (within ``close_timeout_ms`` from then) and stops, and the interpreter waits for it
+        at exit. Records it cannot send in that time are dropped, with a warning.
+        """
         with self._items_lock:
             already = self._closed
             self._closed = True
         if not already and threading.get_ident() != self._thread_id and self._thread.is_alive():
-            self._ready.wait(self._close_timeout_s)
-            self._call_soon(self._begin_close)
-            self._thread.join(self._close_timeout_s + 5)
+            if _holds_logging_lock():
+                self._call_soon(self._begin_close)  # (a loop not running yet sees _closed)
+            else:
+                self._ready.wait(self._close_timeout_s)
+                self._call_soon(self._begin_close)
+                self._thread.join(self._close_timeout_s + 5)
         super().close()
+
+    def _finish_at_exit(self) -> None:
+        """At interpreter exit: flush, or let the thread of a handler closed without
+        waiting (see close) finish sending."""
+        if not self._closed:
+            self.flush()
+        elif threading.get_ident() != self._thread_id:
+            self._thread.join(self._close_timeout_s + 5)
 
     def __repr__(self) -> str:
         level = logging.getLevelName(self.level)

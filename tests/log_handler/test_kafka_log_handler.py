@@ -314,6 +314,75 @@ async def test_dict_config_and_the_flush_at_interpreter_exit(kafka_cluster: Any)
     assert {d["logger"] for d in docs} == {"worker"}
 
 
+async def test_dict_config_replacing_the_handler_does_not_wait_for_its_thread(kafka_cluster: Any) -> None:
+    # dictConfig flushes and closes the handlers it replaces while it holds logging's module
+    # lock, which the handler's thread needs as soon as it logs anything (asyncio does as its
+    # loop starts, the client as it connects): waiting for that thread there stalled the
+    # configuration for the whole flush and close timeouts. Here the thread is held for the
+    # length of the dictConfig call, as that lock would hold it, and the timeouts are an hour:
+    # dictConfig returns all the same, and every record reaches the topic, the old
+    # handler's thread finishing its work after the configuration (waited for at exit).
+    topic = f"logs-{uuid.uuid4().hex[:10]}"
+    kafka_cluster.create_topic(topic, partitions=1)
+    script = textwrap.dedent(
+        f"""
+        import logging, logging.config, threading
+
+        def config(logger):
+            return {{
+                "version": 1,
+                "disable_existing_loggers": False,
+                "handlers": {{"kafka": {{
+                    "class": "aiokafka_lite.logging.KafkaHandler",
+                    "bootstrap_servers": {kafka_cluster.bootstrap!r},
+                    "topic": {topic!r},
+                    "flush_timeout_ms": 3_600_000,
+                    "close_timeout_ms": 3_600_000,
+                }}}},
+                "loggers": {{logger: {{"handlers": ["kafka"], "level": "INFO"}}}},
+            }}
+
+        logging.config.dictConfig(config("before"))
+        old = logging.getLogger("before").handlers[0]
+        for i in range(300):
+            logging.getLogger("before").info("before %d", i)
+        assert old._ready.wait(60)
+        held, release = threading.Event(), threading.Event()
+
+        def hold():
+            held.set()
+            release.wait(600)
+
+        old._loop.call_soon_threadsafe(hold)
+        assert held.wait(60)
+        logging.config.dictConfig(config("after"))
+        print("replaced, old thread alive:", old._thread.is_alive())
+        release.set()
+        for i in range(100):
+            logging.getLogger("after").info("after %d", i)
+        # no flush, no close: the old handler's thread finishes, the new handler flushes at exit
+        """
+    )
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", script, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    try:
+        stdout, stderr = await asyncio.wait_for(proc.communicate(), 120)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        raise AssertionError("dictConfig replacing a KafkaHandler stalled") from None
+    assert proc.returncode == 0, stderr.decode()
+    assert stdout.decode().strip() == "replaced, old thread alive: True"  # closed without waiting
+    assert "dropped" not in stderr.decode()
+    docs = [json.loads(r.value) for r in await read_topic(kafka_cluster.bootstrap, topic, 400)]
+    by_logger: dict[str, list[str]] = {"before": [], "after": []}
+    for doc in docs:
+        by_logger[doc["logger"]].append(doc["message"])
+    assert by_logger["before"] == [f"before {i}" for i in range(300)]
+    assert by_logger["after"] == [f"after {i}" for i in range(100)]
+
+
 async def test_close_is_bounded_when_kafka_is_gone(app_logger: logging.Logger) -> None:
     # A listener that accepts connections and never answers: requests hang until timeouts.
     server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
