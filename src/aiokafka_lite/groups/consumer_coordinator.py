@@ -22,7 +22,6 @@ import asyncio
 import logging
 import re
 import uuid
-from collections.abc import Mapping
 from typing import Any
 
 from aiokafka_lite import _backend
@@ -30,12 +29,10 @@ from aiokafka_lite.errors import (
     BrokerResponseError,
     CommitFailedError,
     ConfigError,
-    KafkaConnectionError,
     KafkaError,
-    KafkaTimeoutError,
     error_for,
 )
-from aiokafka_lite.fetch.subscription import OffsetAndMetadata, SubscriptionType
+from aiokafka_lite.fetch.subscription import SubscriptionType
 from aiokafka_lite.groups.consumer_membership import (
     ConsumerAction,
     ConsumerGroupSettings,
@@ -53,11 +50,9 @@ from aiokafka_lite.groups.coordinator import (
     ConsumerGroupMetadata,
     GroupCoordinator,
     _client_backoffs,
-    _first_commit_error,
 )
 from aiokafka_lite.groups.membership import Action, AddPartitions
 from aiokafka_lite.net.client import Lane
-from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.messages import ConsumerGroupHeartbeatResponse
 
 __all__ = ["ConsumerGroupCoordinator"]
@@ -289,49 +284,34 @@ class ConsumerGroupCoordinator(GroupCoordinator):
         return float(request_timeout) if isinstance(request_timeout, int | float) else 30000.0
 
     # ------------------------------------------------------------------ offsets
-    async def _commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata], timeout_ms: float) -> None:
-        deadline = self._now() + timeout_ms
-        attempt = 0
-        while True:
-            ident = self._m.commit_identity()
-            if ident is None:
-                raise CommitFailedError(
-                    "cannot commit: this member has no active member epoch (it is joining, was fenced or "
-                    "left the group); its partitions may have been reassigned"
-                )
-            epoch, member_id, instance_id = ident
-            try:
-                node = await self._coordinator_node(deadline)
-                resp = await self._send_commit(node, offsets, epoch, member_id, instance_id, deadline)
-                code = _first_commit_error(resp)
-            except (KafkaConnectionError, KafkaTimeoutError) as exc:
-                self._coordinator_unreachable()
-                err: KafkaError = exc
-            except BrokerResponseError as exc:
-                err = exc
-                if not exc.retriable:
-                    raise
-            else:
-                if code == 0:
-                    return
-                failure = self._m.commit_failed(epoch, code, self._now())
-                self._hb_wake.set()
-                if code in _MEMBER_ERRORS:
-                    self._wake.set()
-                    raise failure
-                err = failure
-                if code in _COORDINATOR_MOVED:
-                    self._client.invalidate_coordinator(self.group_id)
-                    self._wake.set()
-                elif code not in (_COORDINATOR_LOADING, _REQUEST_TIMED_OUT, _STALE_MEMBER_EPOCH):
-                    if not err.retriable:
-                        raise err
-            delay = min(self._retry_backoff_ms * (2**attempt), 1000.0)
-            attempt += 1
-            if self._now() + delay >= deadline or self._closed:
-                if isinstance(err, BrokerResponseError) and err.code == _STALE_MEMBER_EPOCH:
-                    raise CommitFailedError(
-                        "offset commit rejected: the member epoch stayed stale until the commit timed out"
-                    ) from err
-                raise err
-            await _backend.sleep(delay / 1000)
+    # The retries are GroupCoordinator._commit's; these are the consumer protocol's answers.
+    def _commit_without_identity(self) -> CommitFailedError:
+        return CommitFailedError(
+            "cannot commit: this member has no active member epoch (it is joining, was fenced or "
+            "left the group); its partitions may have been reassigned"
+        )
+
+    def _commit_rejected(self, generation: int, code: int) -> KafkaError:
+        """``generation`` is the member epoch the commit carried. STALE_MEMBER_EPOCH is
+        retried: the heartbeat the machine asks for at once brings the current epoch."""
+        failure = self._m.commit_failed(generation, code, self._now())
+        self._hb_wake.set()
+        if code in _MEMBER_ERRORS:
+            self._wake.set()
+            raise failure
+        if code in _COORDINATOR_MOVED:
+            self._client.invalidate_coordinator(self.group_id)
+            self._wake.set()
+        elif code not in (_COORDINATOR_LOADING, _REQUEST_TIMED_OUT, _STALE_MEMBER_EPOCH):
+            if not failure.retriable:
+                raise failure
+        return failure
+
+    def _commit_gave_up(self, err: KafkaError) -> KafkaError:
+        if isinstance(err, BrokerResponseError) and err.code == _STALE_MEMBER_EPOCH:
+            final = CommitFailedError(
+                "offset commit rejected: the member epoch stayed stale until the commit timed out"
+            )
+            final.__cause__ = err  # as ``raise final from err``
+            return final
+        return err

@@ -764,15 +764,19 @@ class GroupCoordinator:
             raise self._m.fatal
 
     async def _commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata], timeout_ms: float) -> None:
+        """Commit ``offsets``, retrying until ``timeout_ms`` has passed.
+
+        The retries are the same for both group protocols (coordinator lookup, transport
+        failures, backoff); what the broker's error code means is the protocol's, in
+        ``_commit_rejected``, as are the error of a member that may not commit
+        (``_commit_without_identity``) and the one raised when time runs out
+        (``_commit_gave_up``)."""
         deadline = self._now() + timeout_ms
         attempt = 0
         while True:
             ident = self._m.commit_identity()
             if ident is None:
-                raise CommitFailedError(
-                    "cannot commit: this member is not part of an active group generation "
-                    "(it is rejoining after a rebalance or was fenced); its partitions may have been reassigned"
-                )
+                raise self._commit_without_identity()
             generation, member_id, instance_id = ident
             try:
                 node = await self._coordinator_node(deadline)
@@ -788,22 +792,40 @@ class GroupCoordinator:
             else:
                 if code == 0:
                     return
-                if code in _GENERATION_ERRORS:
-                    failure = self._m.commit_failed(generation, code, self._now())
-                    self._wake.set()
-                    raise failure
-                err = error_for(code, f"OffsetCommit for group {self.group_id!r}")
-                if code in _COORDINATOR_MOVED:
-                    self._m.coordinator_lost(self._now())
-                    self._client.invalidate_coordinator(self.group_id)
-                    self._wake.set()
-                elif code not in (_COORDINATOR_LOADING, _REQUEST_TIMED_OUT) and not err.retriable:
-                    raise err
+                err = self._commit_rejected(generation, code)
             delay = min(self._retry_backoff_ms * (2**attempt), 1000.0)
             attempt += 1
             if self._now() + delay >= deadline or self._closed:
-                raise err
+                raise self._commit_gave_up(err)
             await _backend.sleep(delay / 1000)
+
+    def _commit_without_identity(self) -> CommitFailedError:
+        """The error of a commit this member may not make (classic protocol: no generation)."""
+        return CommitFailedError(
+            "cannot commit: this member is not part of an active group generation "
+            "(it is rejoining after a rebalance or was fenced); its partitions may have been reassigned"
+        )
+
+    def _commit_rejected(self, generation: int, code: int) -> KafkaError:
+        """An OffsetCommit made with ``generation`` was answered ``code`` (not 0): raise the
+        error that ends the commit, or return the one to retry after (classic protocol)."""
+        if code in _GENERATION_ERRORS:
+            failure = self._m.commit_failed(generation, code, self._now())
+            self._wake.set()
+            raise failure
+        err = error_for(code, f"OffsetCommit for group {self.group_id!r}")
+        if code in _COORDINATOR_MOVED:
+            self._m.coordinator_lost(self._now())
+            self._client.invalidate_coordinator(self.group_id)
+            self._wake.set()
+        elif code not in (_COORDINATOR_LOADING, _REQUEST_TIMED_OUT) and not err.retriable:
+            raise err
+        return err
+
+    def _commit_gave_up(self, err: KafkaError) -> KafkaError:
+        """The error to raise when the commit's time ran out (or the group closed) after
+        ``err``: ``err`` itself in the classic protocol."""
+        return err
 
     async def _send_commit(
         self,
