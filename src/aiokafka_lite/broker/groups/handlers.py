@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Protocol, TypeVar
 
 from aiokafka_lite.broker.context import HandlerRegistry, RequestContext
 from aiokafka_lite.broker.groups.assignors import Assignment
@@ -61,6 +63,8 @@ from aiokafka_lite.wire.messages import (
 )
 
 log = logging.getLogger("aiokafka_lite.broker.groups")
+
+_T = TypeVar("_T")
 
 
 class GroupRequestHandlers(OffsetCoordinator):
@@ -121,10 +125,15 @@ class GroupRequestHandlers(OffsetCoordinator):
             return COORDINATOR_NOT_AVAILABLE, "no broker is alive", -1, "", -1
         return NONE, None, b.node_id, b.host, b.port
 
+    def _classic_group_error(self, group_id: str, broker_id: int) -> int:
+        """JoinGroup, SyncGroup, Heartbeat and LeaveGroup: an empty group id is invalid,
+        then the coordinator check."""
+        return self.coordinator_error(group_id, broker_id) if group_id else INVALID_GROUP_ID
+
     async def handle_join_group(self, ctx: RequestContext, req: Request) -> Response:
         assert isinstance(req, JoinGroupRequest)
         v = ctx.api_version
-        err = self.coordinator_error(req.group_id, ctx.broker_id) if req.group_id else INVALID_GROUP_ID
+        err = self._classic_group_error(req.group_id, ctx.broker_id)
         if not err:
             err = self.classic_join_into_consumer_group(req.group_id, req.protocol_type)
         if err:
@@ -148,7 +157,7 @@ class GroupRequestHandlers(OffsetCoordinator):
     async def handle_sync_group(self, ctx: RequestContext, req: Request) -> Response:
         assert isinstance(req, SyncGroupRequest)
         v = ctx.api_version
-        err = self.coordinator_error(req.group_id, ctx.broker_id) if req.group_id else INVALID_GROUP_ID
+        err = self._classic_group_error(req.group_id, ctx.broker_id)
         if err:
             return SyncGroupResponse(error_code=err)
         res = self.sync_group(
@@ -168,7 +177,7 @@ class GroupRequestHandlers(OffsetCoordinator):
 
     async def handle_heartbeat(self, ctx: RequestContext, req: Request) -> Response:
         assert isinstance(req, HeartbeatRequest)
-        err = self.coordinator_error(req.group_id, ctx.broker_id) if req.group_id else INVALID_GROUP_ID
+        err = self._classic_group_error(req.group_id, ctx.broker_id)
         if not err:
             err = self.heartbeat(
                 req.group_id,
@@ -185,7 +194,7 @@ class GroupRequestHandlers(OffsetCoordinator):
             identities = [(m.member_id, m.group_instance_id) for m in req.members]
         else:
             identities = [(req.member_id, None)]
-        err = self.coordinator_error(req.group_id, ctx.broker_id) if req.group_id else INVALID_GROUP_ID
+        err = self._classic_group_error(req.group_id, ctx.broker_id)
         member_errs: list[int] = []
         if not err:
             err, member_errs = self.leave_group(req.group_id, identities)
@@ -202,16 +211,7 @@ class GroupRequestHandlers(OffsetCoordinator):
     async def handle_offset_commit(self, ctx: RequestContext, req: Request) -> Response:
         assert isinstance(req, OffsetCommitRequest)
         v = ctx.api_version
-        now_wall = _wall_ms()
-        offsets: dict[TopicPartition, CommittedOffset] = {}
-        for t in req.topics:
-            for p in t.partitions:
-                offsets[TopicPartition(t.name, p.partition_index)] = CommittedOffset(
-                    p.committed_offset,
-                    p.committed_leader_epoch if v >= 6 else -1,
-                    p.committed_metadata or "",
-                    now_wall,
-                )
+        offsets = _requested_offsets(req.topics, with_leader_epoch=v >= 6)
         err = self.coordinator_error(req.group_id, ctx.broker_id)
         if err:
             result = dict.fromkeys(offsets, err)
@@ -226,34 +226,18 @@ class GroupRequestHandlers(OffsetCoordinator):
                 api_version=v,
             )
         return OffsetCommitResponse(
-            topics=[
-                OffsetCommitResponse.OffsetCommitResponseTopic(
-                    name=t.name,
-                    partitions=[
-                        OffsetCommitResponse.OffsetCommitResponsePartition(
-                            partition_index=p.partition_index,
-                            error_code=result[TopicPartition(t.name, p.partition_index)],
-                        )
-                        for p in t.partitions
-                    ],
-                )
-                for t in req.topics
-            ]
+            topics=_partition_errors(
+                req.topics,
+                result,
+                OffsetCommitResponse.OffsetCommitResponseTopic,
+                OffsetCommitResponse.OffsetCommitResponsePartition,
+            )
         )
 
     async def handle_txn_offset_commit(self, ctx: RequestContext, req: Request) -> Response:
         assert isinstance(req, TxnOffsetCommitRequest)
         v = ctx.api_version
-        now_wall = _wall_ms()
-        offsets: dict[TopicPartition, CommittedOffset] = {}
-        for t in req.topics:
-            for p in t.partitions:
-                offsets[TopicPartition(t.name, p.partition_index)] = CommittedOffset(
-                    p.committed_offset,
-                    p.committed_leader_epoch if v >= 2 else -1,
-                    p.committed_metadata or "",
-                    now_wall,
-                )
+        offsets = _requested_offsets(req.topics, with_leader_epoch=v >= 2)
         err = self.coordinator_error(req.group_id, ctx.broker_id)
         if err:
             result = dict.fromkeys(offsets, err)
@@ -269,19 +253,12 @@ class GroupRequestHandlers(OffsetCoordinator):
                 offsets=offsets,
             )
         return TxnOffsetCommitResponse(
-            topics=[
-                TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic(
-                    name=t.name,
-                    partitions=[
-                        TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition(
-                            partition_index=p.partition_index,
-                            error_code=result[TopicPartition(t.name, p.partition_index)],
-                        )
-                        for p in t.partitions
-                    ],
-                )
-                for t in req.topics
-            ]
+            topics=_partition_errors(
+                req.topics,
+                result,
+                TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic,
+                TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition,
+            )
         )
 
     async def handle_offset_fetch(self, ctx: RequestContext, req: Request) -> Response:
@@ -313,13 +290,7 @@ class GroupRequestHandlers(OffsetCoordinator):
                 by_topic: dict[str, list[OffsetFetchResponse.OffsetFetchResponsePartitions]] = {}
                 for tp, (c, e) in fetched.items():
                     by_topic.setdefault(tp.topic, []).append(
-                        OffsetFetchResponse.OffsetFetchResponsePartitions(
-                            partition_index=tp.partition,
-                            committed_offset=c.offset if c is not None else -1,
-                            committed_leader_epoch=c.leader_epoch if c is not None else -1,
-                            metadata=c.metadata if c is not None else "",
-                            error_code=e,
-                        )
+                        _fetched_partition(OffsetFetchResponse.OffsetFetchResponsePartitions, tp, c, e)
                     )
                 groups.append(
                     OffsetFetchResponse.OffsetFetchResponseGroup(
@@ -346,13 +317,7 @@ class GroupRequestHandlers(OffsetCoordinator):
         topics: dict[str, list[OffsetFetchResponse.OffsetFetchResponsePartition]] = {}
         for tp, (c, e) in fetched.items():
             topics.setdefault(tp.topic, []).append(
-                OffsetFetchResponse.OffsetFetchResponsePartition(
-                    partition_index=tp.partition,
-                    committed_offset=c.offset if c is not None else -1,
-                    committed_leader_epoch=c.leader_epoch if c is not None else -1,
-                    metadata=c.metadata if c is not None else "",
-                    error_code=e,
-                )
+                _fetched_partition(OffsetFetchResponse.OffsetFetchResponsePartition, tp, c, e)
             )
         return OffsetFetchResponse(
             topics=[
@@ -462,19 +427,12 @@ class GroupRequestHandlers(OffsetCoordinator):
         if err:
             return OffsetDeleteResponse(error_code=err)
         return OffsetDeleteResponse(
-            topics=[
-                OffsetDeleteResponse.OffsetDeleteResponseTopic(
-                    name=t.name,
-                    partitions=[
-                        OffsetDeleteResponse.OffsetDeleteResponsePartition(
-                            partition_index=p.partition_index,
-                            error_code=per.get(TopicPartition(t.name, p.partition_index), NONE),
-                        )
-                        for p in t.partitions
-                    ],
-                )
-                for t in req.topics
-            ]
+            topics=_partition_errors(
+                req.topics,
+                per,
+                OffsetDeleteResponse.OffsetDeleteResponseTopic,
+                OffsetDeleteResponse.OffsetDeleteResponsePartition,
+            )
         )
 
     # -- consumer groups (KIP-848) ---------------------------------------------------------
@@ -594,6 +552,87 @@ class GroupRequestHandlers(OffsetCoordinator):
                 d.authorized_operations = CONSUMER_GROUP_OPERATIONS
             out.append(d)
         return ConsumerGroupDescribeResponse(groups=out)
+
+
+class _RequestedPartition(Protocol):
+    @property
+    def partition_index(self) -> int: ...
+
+
+class _RequestedTopic(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def partitions(self) -> Sequence[_RequestedPartition]: ...
+
+
+class _RequestedOffset(_RequestedPartition, Protocol):
+    @property
+    def committed_offset(self) -> int: ...
+    @property
+    def committed_leader_epoch(self) -> int: ...
+    @property
+    def committed_metadata(self) -> str | None: ...
+
+
+class _OffsetsTopic(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def partitions(self) -> Sequence[_RequestedOffset]: ...
+
+
+def _requested_offsets(
+    topics: Iterable[_OffsetsTopic], *, with_leader_epoch: bool
+) -> dict[TopicPartition, CommittedOffset]:
+    """The offsets an OffsetCommit or TxnOffsetCommit request commits, stamped now."""
+    now_wall = _wall_ms()
+    return {
+        TopicPartition(t.name, p.partition_index): CommittedOffset(
+            p.committed_offset,
+            p.committed_leader_epoch if with_leader_epoch else -1,
+            p.committed_metadata or "",
+            now_wall,
+        )
+        for t in topics
+        for p in t.partitions
+    }
+
+
+def _partition_errors(
+    topics: Iterable[_RequestedTopic],
+    errors: Mapping[TopicPartition, int],
+    topic_cls: Callable[..., _T],
+    partition_cls: Callable[..., object],
+) -> list[_T]:
+    """The answer's topics, in the request's order, each partition with its error code from
+    ``errors`` (NONE when it has none)."""
+    return [
+        topic_cls(
+            name=t.name,
+            partitions=[
+                partition_cls(
+                    partition_index=p.partition_index,
+                    error_code=errors.get(TopicPartition(t.name, p.partition_index), NONE),
+                )
+                for p in t.partitions
+            ],
+        )
+        for t in topics
+    ]
+
+
+def _fetched_partition(
+    partition_cls: Callable[..., _T], tp: TopicPartition, committed: CommittedOffset | None, error: int
+) -> _T:
+    """OffsetFetch's answer for one partition: its committed offset, or -1 without one."""
+    return partition_cls(
+        partition_index=tp.partition,
+        committed_offset=committed.offset if committed is not None else -1,
+        committed_leader_epoch=committed.leader_epoch if committed is not None else -1,
+        metadata=committed.metadata if committed is not None else "",
+        error_code=error,
+    )
 
 
 def _join_response(v: int, r: JoinResult) -> JoinGroupResponse:
