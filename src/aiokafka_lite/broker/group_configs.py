@@ -10,8 +10,9 @@ Kafka reads its broker configs. Pure: no I/O, the caller passes the broker's con
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Final
 
 __all__ = [
     "GROUP_CONFIGS",
@@ -27,6 +28,35 @@ TYPE_BOOLEAN, TYPE_STRING, TYPE_INT, TYPE_LIST = 1, 2, 3, 7
 SOURCE_STATIC_BROKER, SOURCE_DEFAULT, SOURCE_GROUP = 4, 5, 8
 
 
+_OUT_OF_RANGE: Final = "{name} must be in the range {lo} to {hi} inclusive."
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRange:
+    """The range the broker configs allow a group config (``GroupConfig.validate``)."""
+
+    #: The broker config of the minimum (None: the minimum is fixed).
+    min_key: str | None
+    min_default: int
+    max_key: str
+    max_default: int
+    #: Kafka's message for a value out of the range (``{name}``, ``{lo}``, ``{hi}``).
+    message: str = _OUT_OF_RANGE
+
+
+def _ranged(family: str, setting: str, lo: int, hi: int) -> BrokerRange:
+    """The range ``group.<family>.min.<setting>`` to ``group.<family>.max.<setting>``."""
+    return BrokerRange(f"group.{family}.min.{setting}", lo, f"group.{family}.max.{setting}", hi)
+
+
+def _at_most(max_key: str, hi: int, message: str = _OUT_OF_RANGE) -> BrokerRange:
+    """The range 0 to broker config ``max_key``."""
+    return BrokerRange(None, 0, max_key, hi, message)
+
+
+_NOT_ONE_OF: Final = "Invalid value {value} for configuration {name}: String must be one of: {choices}"
+
+
 @dataclass(frozen=True, slots=True)
 class GroupConfigDef:
     name: str
@@ -34,230 +64,30 @@ class GroupConfigDef:
     type: int
     #: The broker config that supplies the default (Kafka's synonym).
     synonym: str
-    #: ``ConfigDef`` lower bound ("Value must be at least N").
+    doc: str
+    #: ``ConfigDef`` lower bound of an INT ("Value must be at least N"), checked first.
     at_least: int | None = None
-    #: (broker config of the minimum, default minimum, broker config of the maximum, default maximum).
-    bounds: tuple[str | None, int, str, int] | None = None
+    #: Then the range the broker configs allow an INT.
+    allowed: BrokerRange | None = None
+    #: The values a STRING may take (none: any) ...
     choices: tuple[str, ...] = ()
-    doc: str = ""
+    #: ... or the check of a STRING's value,
+    check: Callable[[str], bool] | None = None
+    #: and Kafka's message when it fails (``{name}``, ``{value}``, ``{choices}``).
+    invalid: str = _NOT_ONE_OF
 
 
-def _share(name: str, default: str, type_: int, **kw: object) -> GroupConfigDef:
-    return GroupConfigDef(f"share.{name}", default, type_, f"group.share.{name}", **kw)  # type: ignore[arg-type]
+def _int(
+    name: str,
+    default: int,
+    synonym: str,
+    doc: str,
+    *,
+    at_least: int | None = None,
+    allowed: BrokerRange | None = None,
+) -> GroupConfigDef:
+    return GroupConfigDef(name, str(default), TYPE_INT, synonym, doc, at_least=at_least, allowed=allowed)
 
-
-GROUP_CONFIGS: dict[str, GroupConfigDef] = {
-    d.name: d
-    for d in (
-        GroupConfigDef(
-            "consumer.session.timeout.ms",
-            "45000",
-            TYPE_INT,
-            "group.consumer.session.timeout.ms",
-            bounds=(
-                "group.consumer.min.session.timeout.ms",
-                45000,
-                "group.consumer.max.session.timeout.ms",
-                60000,
-            ),
-            doc="The timeout to detect client failures when using the consumer group protocol.",
-        ),
-        GroupConfigDef(
-            "consumer.heartbeat.interval.ms",
-            "5000",
-            TYPE_INT,
-            "group.consumer.heartbeat.interval.ms",
-            bounds=(
-                "group.consumer.min.heartbeat.interval.ms",
-                5000,
-                "group.consumer.max.heartbeat.interval.ms",
-                15000,
-            ),
-            doc="The heartbeat interval given to the members of a consumer group.",
-        ),
-        GroupConfigDef(
-            "consumer.assignment.interval.ms",
-            "1000",
-            TYPE_INT,
-            "group.consumer.assignment.interval.ms",
-            at_least=0,
-            bounds=(None, 0, "group.consumer.max.assignment.interval.ms", 15000),
-            doc="The interval between assignment computations of a consumer group.",
-        ),
-        _share(
-            "session.timeout.ms",
-            "45000",
-            TYPE_INT,
-            bounds=("group.share.min.session.timeout.ms", 45000, "group.share.max.session.timeout.ms", 60000),
-            doc="The timeout to detect client failures when using the share group protocol.",
-        ),
-        _share(
-            "heartbeat.interval.ms",
-            "5000",
-            TYPE_INT,
-            bounds=(
-                "group.share.min.heartbeat.interval.ms",
-                5000,
-                "group.share.max.heartbeat.interval.ms",
-                15000,
-            ),
-            doc="The heartbeat interval given to the members of a share group.",
-        ),
-        _share(
-            "record.lock.duration.ms",
-            "30000",
-            TYPE_INT,
-            at_least=1000,
-            bounds=(
-                "group.share.min.record.lock.duration.ms",
-                15000,
-                "group.share.max.record.lock.duration.ms",
-                60000,
-            ),
-            doc="The record acquisition lock duration in milliseconds for share groups.",
-        ),
-        _share(
-            "delivery.count.limit",
-            "5",
-            TYPE_INT,
-            at_least=2,
-            bounds=(
-                "group.share.min.delivery.count.limit",
-                2,
-                "group.share.max.delivery.count.limit",
-                10,
-            ),
-            doc="The maximum number of delivery attempts for a record delivered to a share group.",
-        ),
-        _share(
-            "partition.max.record.locks",
-            "2000",
-            TYPE_INT,
-            at_least=100,
-            bounds=(
-                "group.share.min.partition.max.record.locks",
-                100,
-                "group.share.max.partition.max.record.locks",
-                4000,
-            ),
-            doc="Share-group record lock limit per share-partition.",
-        ),
-        _share(
-            "assignment.interval.ms",
-            "1000",
-            TYPE_INT,
-            at_least=0,
-            bounds=(None, 0, "group.share.max.assignment.interval.ms", 15000),
-            doc="The interval between assignment computations of a share group.",
-        ),
-        GroupConfigDef(
-            "share.auto.offset.reset",
-            "latest",
-            TYPE_STRING,
-            "share.auto.offset.reset",
-            doc="The strategy to initialize the share-partition start offset.",
-        ),
-        GroupConfigDef(
-            "share.isolation.level",
-            "read_uncommitted",
-            TYPE_STRING,
-            "share.isolation.level",
-            choices=("read_committed", "read_uncommitted"),
-            doc="Controls how to read records written transactionally.",
-        ),
-        GroupConfigDef(
-            "share.renew.acknowledge.enable",
-            "true",
-            TYPE_BOOLEAN,
-            "share.renew.acknowledge.enable",
-            doc="Whether the renew acknowledge type is enabled for the share group.",
-        ),
-        GroupConfigDef(
-            "streams.session.timeout.ms",
-            "45000",
-            TYPE_INT,
-            "group.streams.session.timeout.ms",
-            bounds=(
-                "group.streams.min.session.timeout.ms",
-                45000,
-                "group.streams.max.session.timeout.ms",
-                60000,
-            ),
-            doc="The timeout to detect client failures when using the streams group protocol.",
-        ),
-        GroupConfigDef(
-            "streams.heartbeat.interval.ms",
-            "5000",
-            TYPE_INT,
-            "group.streams.heartbeat.interval.ms",
-            bounds=(
-                "group.streams.min.heartbeat.interval.ms",
-                5000,
-                "group.streams.max.heartbeat.interval.ms",
-                15000,
-            ),
-            doc="The heartbeat interval given to the members of a streams group.",
-        ),
-        GroupConfigDef(
-            "streams.num.standby.replicas",
-            "0",
-            TYPE_INT,
-            "group.streams.num.standby.replicas",
-            at_least=0,
-            bounds=(None, 0, "group.streams.max.standby.replicas", 2),
-            doc="The number of standby replicas for each task.",
-        ),
-        GroupConfigDef(
-            "streams.initial.rebalance.delay.ms",
-            "3000",
-            TYPE_INT,
-            "group.streams.initial.rebalance.delay.ms",
-            at_least=0,
-            doc="The delay before the first rebalance of a streams group.",
-        ),
-        GroupConfigDef(
-            "streams.assignor.name",
-            "sticky",
-            TYPE_STRING,
-            "group.streams.assignors",
-            choices=("sticky",),
-            doc="The name of the task assignor of a streams group.",
-        ),
-        GroupConfigDef(
-            "streams.rack.aware.assignment.tags",
-            "",
-            TYPE_LIST,
-            "group.streams.rack.aware.assignment.tags",
-            doc="The rack tags the streams task assignor spreads standby replicas over.",
-        ),
-        GroupConfigDef(
-            "streams.assignment.interval.ms",
-            "1000",
-            TYPE_INT,
-            "group.streams.assignment.interval.ms",
-            at_least=0,
-            bounds=(None, 0, "group.streams.max.assignment.interval.ms", 15000),
-            doc="The interval between assignment computations of a streams group.",
-        ),
-        GroupConfigDef(
-            "errors.deadletterqueue.topic.name",
-            "",
-            TYPE_STRING,
-            "errors.deadletterqueue.topic.name",
-            doc="The dead-letter queue topic of the group's rejected records.",
-        ),
-        GroupConfigDef(
-            "errors.deadletterqueue.copy.record.enable",
-            "false",
-            TYPE_BOOLEAN,
-            "errors.deadletterqueue.copy.record.enable",
-            doc="Whether records copied to the dead-letter queue keep their key and value.",
-        ),
-    )
-}
-
-#: Every group config and Kafka 4.4's default (without broker overrides).
-GROUP_CONFIG_DEFAULTS: dict[str, str] = {name: d.default for name, d in GROUP_CONFIGS.items()}
 
 # java.time.Duration.parse: PnDTnHnMn.nS (no years or months), optionally signed.
 _DURATION = re.compile(
@@ -293,6 +123,186 @@ def _reset_strategy_ok(value: str) -> bool:
     return False
 
 
+GROUP_CONFIGS: dict[str, GroupConfigDef] = {
+    d.name: d
+    for d in (
+        # -- consumer groups (KIP-848)
+        _int(
+            "consumer.session.timeout.ms",
+            45000,
+            "group.consumer.session.timeout.ms",
+            "The timeout to detect client failures when using the consumer group protocol.",
+            allowed=_ranged("consumer", "session.timeout.ms", 45000, 60000),
+        ),
+        _int(
+            "consumer.heartbeat.interval.ms",
+            5000,
+            "group.consumer.heartbeat.interval.ms",
+            "The heartbeat interval given to the members of a consumer group.",
+            allowed=_ranged("consumer", "heartbeat.interval.ms", 5000, 15000),
+        ),
+        _int(
+            "consumer.assignment.interval.ms",
+            1000,
+            "group.consumer.assignment.interval.ms",
+            "The interval between assignment computations of a consumer group.",
+            at_least=0,
+            allowed=_at_most("group.consumer.max.assignment.interval.ms", 15000),
+        ),
+        # -- share groups (KIP-932)
+        _int(
+            "share.session.timeout.ms",
+            45000,
+            "group.share.session.timeout.ms",
+            "The timeout to detect client failures when using the share group protocol.",
+            allowed=_ranged("share", "session.timeout.ms", 45000, 60000),
+        ),
+        _int(
+            "share.heartbeat.interval.ms",
+            5000,
+            "group.share.heartbeat.interval.ms",
+            "The heartbeat interval given to the members of a share group.",
+            allowed=_ranged("share", "heartbeat.interval.ms", 5000, 15000),
+        ),
+        _int(
+            "share.record.lock.duration.ms",
+            30000,
+            "group.share.record.lock.duration.ms",
+            "The record acquisition lock duration in milliseconds for share groups.",
+            at_least=1000,
+            allowed=_ranged("share", "record.lock.duration.ms", 15000, 60000),
+        ),
+        _int(
+            "share.delivery.count.limit",
+            5,
+            "group.share.delivery.count.limit",
+            "The maximum number of delivery attempts for a record delivered to a share group.",
+            at_least=2,
+            allowed=_ranged("share", "delivery.count.limit", 2, 10),
+        ),
+        _int(
+            "share.partition.max.record.locks",
+            2000,
+            "group.share.partition.max.record.locks",
+            "Share-group record lock limit per share-partition.",
+            at_least=100,
+            allowed=_ranged("share", "partition.max.record.locks", 100, 4000),
+        ),
+        _int(
+            "share.assignment.interval.ms",
+            1000,
+            "group.share.assignment.interval.ms",
+            "The interval between assignment computations of a share group.",
+            at_least=0,
+            allowed=_at_most("group.share.max.assignment.interval.ms", 15000),
+        ),
+        GroupConfigDef(
+            "share.auto.offset.reset",
+            "latest",
+            TYPE_STRING,
+            "share.auto.offset.reset",
+            "The strategy to initialize the share-partition start offset.",
+            check=_reset_strategy_ok,
+            invalid=(
+                "Invalid value {value} for configuration {name}: The value must be either 'earliest', "
+                "'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'."
+            ),
+        ),
+        GroupConfigDef(
+            "share.isolation.level",
+            "read_uncommitted",
+            TYPE_STRING,
+            "share.isolation.level",
+            "Controls how to read records written transactionally.",
+            choices=("read_committed", "read_uncommitted"),
+        ),
+        GroupConfigDef(
+            "share.renew.acknowledge.enable",
+            "true",
+            TYPE_BOOLEAN,
+            "share.renew.acknowledge.enable",
+            "Whether the renew acknowledge type is enabled for the share group.",
+        ),
+        # -- streams groups (KIP-1071)
+        _int(
+            "streams.session.timeout.ms",
+            45000,
+            "group.streams.session.timeout.ms",
+            "The timeout to detect client failures when using the streams group protocol.",
+            allowed=_ranged("streams", "session.timeout.ms", 45000, 60000),
+        ),
+        _int(
+            "streams.heartbeat.interval.ms",
+            5000,
+            "group.streams.heartbeat.interval.ms",
+            "The heartbeat interval given to the members of a streams group.",
+            allowed=_ranged("streams", "heartbeat.interval.ms", 5000, 15000),
+        ),
+        _int(
+            "streams.num.standby.replicas",
+            0,
+            "group.streams.num.standby.replicas",
+            "The number of standby replicas for each task.",
+            at_least=0,
+            allowed=_at_most(
+                "group.streams.max.standby.replicas", 2, "{name} must be less than or equal to {hi}"
+            ),
+        ),
+        _int(
+            "streams.initial.rebalance.delay.ms",
+            3000,
+            "group.streams.initial.rebalance.delay.ms",
+            "The delay before the first rebalance of a streams group.",
+            at_least=0,
+        ),
+        GroupConfigDef(
+            "streams.assignor.name",
+            "sticky",
+            TYPE_STRING,
+            "group.streams.assignors",
+            "The name of the task assignor of a streams group.",
+            choices=("sticky",),
+            invalid="{name} '{value}' is not a registered task assignor. Registered assignors are: [{choices}].",
+        ),
+        GroupConfigDef(
+            "streams.rack.aware.assignment.tags",
+            "",
+            TYPE_LIST,
+            "group.streams.rack.aware.assignment.tags",
+            "The rack tags the streams task assignor spreads standby replicas over.",
+        ),
+        _int(
+            "streams.assignment.interval.ms",
+            1000,
+            "group.streams.assignment.interval.ms",
+            "The interval between assignment computations of a streams group.",
+            at_least=0,
+            allowed=_at_most("group.streams.max.assignment.interval.ms", 15000),
+        ),
+        # -- dead-letter queue (KIP-1191)
+        GroupConfigDef(
+            "errors.deadletterqueue.topic.name",
+            "",
+            TYPE_STRING,
+            "errors.deadletterqueue.topic.name",
+            "The dead-letter queue topic of the group's rejected records.",
+            check=lambda value: not value.startswith("__"),
+            invalid="{name}: DLQ topic name must not start with '__'",
+        ),
+        GroupConfigDef(
+            "errors.deadletterqueue.copy.record.enable",
+            "false",
+            TYPE_BOOLEAN,
+            "errors.deadletterqueue.copy.record.enable",
+            "Whether records copied to the dead-letter queue keep their key and value.",
+        ),
+    )
+}
+
+#: Every group config and Kafka 4.4's default (without broker overrides).
+GROUP_CONFIG_DEFAULTS: dict[str, str] = {name: d.default for name, d in GROUP_CONFIGS.items()}
+
+
 def _broker_int(broker: Mapping[str, str], key: str | None, default: int) -> int:
     if key is None or key not in broker:
         return default
@@ -323,34 +333,19 @@ def validate_group_config(
             return f"Invalid value {value} for configuration {name}: Not a number of type INT"
         if d.at_least is not None and n < d.at_least:
             return f"Invalid value {value} for configuration {name}: Value must be at least {d.at_least}"
-        if d.bounds is not None:
-            min_key, min_default, max_key, max_default = d.bounds
-            lo = _broker_int(broker, min_key, min_default)
-            hi = _broker_int(broker, max_key, max_default)
-            if name == "streams.num.standby.replicas" and n > hi:
-                return f"{name} must be less than or equal to {hi}"
+        if d.allowed is not None:
+            allowed = d.allowed
+            lo = _broker_int(broker, allowed.min_key, allowed.min_default)
+            hi = _broker_int(broker, allowed.max_key, allowed.max_default)
             if not lo <= n <= hi:
-                return f"{name} must be in the range {lo} to {hi} inclusive."
+                return allowed.message.format(name=name, lo=lo, hi=hi)
     elif d.type == TYPE_BOOLEAN:
         if value.strip().lower() not in ("true", "false"):
             return (
                 f"Invalid value {value} for configuration {name}: Expected value to be either true or false"
             )
-    elif name == "share.auto.offset.reset":
-        if not _reset_strategy_ok(value):
-            return (
-                f"Invalid value {value} for configuration {name}: The value must be either 'earliest', "
-                "'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'."
-            )
-    elif name == "streams.assignor.name":
-        if value not in d.choices:
-            return f"{name} '{value}' is not a registered task assignor. Registered assignors are: [sticky]."
-    elif d.choices and value not in d.choices:
-        return (
-            f"Invalid value {value} for configuration {name}: String must be one of: {', '.join(d.choices)}"
-        )
-    elif name == "errors.deadletterqueue.topic.name" and value.startswith("__"):
-        return f"{name}: DLQ topic name must not start with '__'"
+    elif not (d.check(value) if d.check is not None else not d.choices or value in d.choices):
+        return d.invalid.format(name=name, value=value, choices=", ".join(d.choices))
     return None
 
 
