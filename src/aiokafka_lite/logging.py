@@ -206,6 +206,7 @@ class KafkaHandler(logging.Handler):
         self._wake_pending = False
         self._report_pending = False
         self._closed = False
+        self._close_deferred = False  # closed without waiting for the thread: joined at exit
         self._dropped = 0
         self._drops_to_announce = 0  # not told on the topic yet
         self._drops_to_log = 0  # not warned about yet
@@ -326,6 +327,7 @@ class KafkaHandler(logging.Handler):
             self._closed = True
         if not already and threading.get_ident() != self._thread_id and self._thread.is_alive():
             if _holds_logging_lock():
+                self._close_deferred = True
                 self._call_soon(self._begin_close)  # (a loop not running yet sees _closed)
             else:
                 self._ready.wait(self._close_timeout_s)
@@ -338,7 +340,7 @@ class KafkaHandler(logging.Handler):
         waiting (see close) finish sending."""
         if not self._closed:
             self.flush()
-        elif threading.get_ident() != self._thread_id:
+        elif self._close_deferred and threading.get_ident() != self._thread_id:
             self._thread.join(self._close_timeout_s + 5)
 
     def __repr__(self) -> str:
