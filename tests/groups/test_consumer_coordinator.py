@@ -14,7 +14,12 @@ from group_testlib import eventually, group_cluster
 
 from aiokafka_lite import Consumer
 from aiokafka_lite.broker.cluster import EmbeddedCluster
-from aiokafka_lite.errors import CommitFailedError, GroupMaxSizeReachedError, UnreleasedInstanceIdError
+from aiokafka_lite.errors import (
+    CommitFailedError,
+    GroupMaxSizeReachedError,
+    KafkaError,
+    UnreleasedInstanceIdError,
+)
 from aiokafka_lite.groups.consumer_coordinator import ConsumerGroupCoordinator
 from aiokafka_lite.groups.consumer_membership import ConsumerMemberState
 from aiokafka_lite.structs import TopicPartition as TP
@@ -56,13 +61,15 @@ class Events:
 class Member:
     """A consumer-protocol Consumer polling in a task (unless told not to)."""
 
-    def __init__(self, cluster: EmbeddedCluster, topic: str, group: str, **opts: Any) -> None:
+    def __init__(
+        self, cluster: EmbeddedCluster, topic: str, group: str, group_protocol: str = "consumer", **opts: Any
+    ) -> None:
         self.events = Events()
         self.consumer = Consumer(
             cluster.bootstrap,
             topics=[topic],
             group_id=group,
-            group_protocol="consumer",
+            group_protocol=group_protocol,
             auto_offset_reset="earliest",
             listener=self.events,
             **opts,
@@ -157,6 +164,39 @@ async def test_heartbeat_and_commit_faults_are_survived(cluster: EmbeddedCluster
         cluster.inject_error(ConsumerGroupHeartbeatRequest, 110, count=1)  # FENCED_MEMBER_EPOCH
         await eventually(lambda: a.events.of("lost") == [frozenset(every)], limit=30, what="fenced")
         await eventually(lambda: a.stable_with(every), limit=30, what="rejoined")
+    finally:
+        await a.close()
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+async def test_a_bug_in_heartbeat_handling_is_raised_from_getmany(
+    cluster: EmbeddedCluster, protocol: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An unexpected exception in the heartbeat loop (a bug, not a Kafka error) is the
+    coordinator's crash, as one in its main loop is: getmany raises it, on every call,
+    instead of the member silently losing its heartbeats (and a session later its
+    partitions) while the application keeps polling. Closing still works."""
+    topic, group = names()
+    cluster.create_topic(topic, PARTITIONS)
+    every = {TP(topic, p) for p in range(PARTITIONS)}
+    opts = {"heartbeat_interval_ms": 200} if protocol == "classic" else {}
+    a = Member(cluster, topic, group, group_protocol=protocol, enable_auto_commit=False, **opts)
+    await a.start()
+    try:
+        await eventually(lambda: a.consumer.assignment() == every, limit=30, what="assignment")
+        gc = a.consumer.coordinator
+        assert gc is not None and a.error is None
+
+        def bug(request: object, response: object) -> None:
+            raise RuntimeError("bug in heartbeat handling")
+
+        monkeypatch.setattr(gc, "_heartbeat_answered", bug)
+        await eventually(lambda: a.error is not None, limit=30, what="getmany raising the crash")
+        assert isinstance(a.error, KafkaError), a.error
+        assert "group coordinator crashed: RuntimeError('bug in heartbeat handling')" in str(a.error)
+        assert gc._hb_task is not None and gc._hb_task.done()
+        with pytest.raises(KafkaError, match="bug in heartbeat handling"):
+            await a.consumer.getmany(timeout_ms=50)  # fatal: not raised once only
     finally:
         await a.close()
 

@@ -195,11 +195,7 @@ class ConsumerGroupCoordinator(GroupCoordinator):
         except (asyncio.CancelledError, _backend.cancelled_exc()):
             raise
         except BaseException as exc:
-            log.exception("group %s: coordinator loop crashed", self.group_id)
-            self._crash = (
-                exc if isinstance(exc, KafkaError) else KafkaError(f"group coordinator crashed: {exc!r}")
-            )
-            self._app_idle.set()
+            self._crashed("coordinator loop", exc)
             raise
 
     async def _do(self, action: Action) -> list[Action]:

@@ -400,12 +400,21 @@ class GroupCoordinator:
         except (asyncio.CancelledError, _backend.cancelled_exc()):
             raise
         except BaseException as exc:
-            log.exception("group %s: coordinator loop crashed", self.group_id)
+            self._crashed("coordinator loop", exc)
+            raise
+
+    def _crashed(self, task: str, exc: BaseException) -> None:
+        """One of the group's tasks died of an unexpected exception (a bug, not a Kafka
+        error the protocol handles): record it as the coordinator's crash, which ``poll``
+        (so the consumer's ``getmany``) raises from now on, and stop making a ``poll`` wait
+        for listener callbacks. Without it the member would go on without that task (no
+        heartbeats, or no rebalances) while the application keeps polling."""
+        log.error("group %s: %s crashed", self.group_id, task, exc_info=exc)
+        if self._crash is None:  # the first crash is the one to report
             self._crash = (
                 exc if isinstance(exc, KafkaError) else KafkaError(f"group coordinator crashed: {exc!r}")
             )
-            self._app_idle.set()
-            raise
+        self._app_idle.set()
 
     def _check_metadata(self) -> None:
         if not self._m.is_leader or not self._m.assigned_topic_counts:
@@ -677,30 +686,39 @@ class GroupCoordinator:
         ``time_to_heartbeat``); what its outcome means is the protocol's, in
         ``_heartbeat_answered`` and ``_heartbeat_failed``."""
         m = self._m
-        while not self._closed:
-            self._hb_wake.clear()
-            now = self._now()
-            req = m.heartbeat_request(now)
-            if req is None:
-                if m.coordinator is None:
-                    self._wake.set()  # the main loop looks the coordinator up
-                delay = m.time_to_heartbeat(now)
+        try:
+            while not self._closed:
+                self._hb_wake.clear()
+                now = self._now()
+                req = m.heartbeat_request(now)
+                if req is None:
+                    if m.coordinator is None:
+                        self._wake.set()  # the main loop looks the coordinator up
+                    delay = m.time_to_heartbeat(now)
+                    try:
+                        async with _backend.timeout(None if delay is None else max(delay, 1.0) / 1000):
+                            await self._hb_wake.wait()
+                    except TimeoutError:
+                        pass
+                    continue
                 try:
-                    async with _backend.timeout(None if delay is None else max(delay, 1.0) / 1000):
-                        await self._hb_wake.wait()
-                except TimeoutError:
-                    pass
-                continue
-            try:
-                resp = await self._client.send(
-                    req, node_id=m.coordinator, timeout_ms=self._heartbeat_timeout_ms(), lane=Lane.COORDINATOR
-                )
-            except (asyncio.CancelledError, _backend.cancelled_exc()):
-                raise
-            except KafkaError as exc:
-                self._heartbeat_failed(req, exc)
-                continue
-            self._heartbeat_answered(req, resp)
+                    resp = await self._client.send(
+                        req,
+                        node_id=m.coordinator,
+                        timeout_ms=self._heartbeat_timeout_ms(),
+                        lane=Lane.COORDINATOR,
+                    )
+                except (asyncio.CancelledError, _backend.cancelled_exc()):
+                    raise
+                except KafkaError as exc:
+                    self._heartbeat_failed(req, exc)
+                    continue
+                self._heartbeat_answered(req, resp)
+        except (asyncio.CancelledError, _backend.cancelled_exc()):
+            raise
+        except BaseException as exc:  # a bug: must not stop heartbeats silently
+            self._crashed("heartbeat loop", exc)
+            raise
 
     def _heartbeat_failed(self, request: HeartbeatRequest, exc: KafkaError) -> None:
         """A heartbeat got no answer (classic protocol: the machine decides what follows)."""
