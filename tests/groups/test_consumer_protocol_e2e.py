@@ -26,6 +26,7 @@ from aiokafka_lite.broker.cluster import EmbeddedCluster
 from aiokafka_lite.errors import GroupIdNotFoundError, UnsupportedAssignorError
 from aiokafka_lite.fetch import Record
 from aiokafka_lite.groups import OrderedWorkers
+from aiokafka_lite.groups.consumer_coordinator import ConsumerGroupCoordinator
 from aiokafka_lite.groups.consumer_membership import ConsumerMemberState
 from aiokafka_lite.produce.producer import Producer
 from aiokafka_lite.structs import TopicPartition as TP
@@ -647,6 +648,43 @@ async def test_rolling_upgrade_of_a_live_classic_group_and_back_every_record_onc
         async with Admin(cluster.bootstrap) as admin:
             return (await admin.describe_consumer_groups([group]))[group].type
 
+    async def settled(ws: list[Worker]) -> None:
+        """Wait until the coordinator's epoch for each member is the member's own and each
+        has its target assignment, as a rolling restart waits before taking the next
+        member down. A classic member of a consumer group whose epoch the coordinator has
+        moved on learns it only when it rejoins; until then Kafka 4.0 refuses its commits
+        with ILLEGAL_GENERATION, and stopping it then redelivers what it processed since
+        its last commit, whatever the client."""
+
+        def own_epoch(w: Worker) -> tuple[str, int]:
+            gc: Any = w.consumer.coordinator
+            if isinstance(gc, ConsumerGroupCoordinator):
+                return gc.membership.member_id, gc.member_epoch
+            return gc.membership.member_id, gc.membership.generation
+
+        deadline = asyncio.get_running_loop().time() + 30
+        async with Admin(cluster.bootstrap) as admin:
+            while True:
+                d = (await admin.describe_consumer_groups([group]))[group]
+                if d.type != "consumer":
+                    return  # a classic group: JoinGroup/SyncGroup is its barrier
+                members = {m.member_id: m for m in d.members}
+                mine = dict(own_epoch(w) for w in ws)
+                if (
+                    d.state == "Stable"
+                    and mine.keys() == members.keys()
+                    and all(
+                        members[mid].member_epoch == epoch
+                        and members[mid].assignment == members[mid].target_assignment
+                        for mid, epoch in mine.items()
+                    )
+                ):
+                    return
+                assert asyncio.get_running_loop().time() < deadline, (
+                    f"group not settled: {d}, members say {mine}"
+                )
+                await asyncio.sleep(0.05)
+
     stop = asyncio.Event()
     producer = asyncio.create_task(produce_until(cluster, topic, stop))
     try:
@@ -657,12 +695,15 @@ async def test_rolling_upgrade_of_a_live_classic_group_and_back_every_record_onc
         a = await replace(a, "a-consumer")  # the group becomes a consumer group, b stays classic
         await eventually(lambda: all_consuming([a, b]) and a.count > 0, limit=30, what="mixed group")
         assert await group_type() == "consumer"
+        await settled([a, b])
         b = await replace(b, "b-consumer")
         await eventually(lambda: all_consuming([a, b]) and b.count > 0, limit=30, what="upgraded")
+        await settled([a, b])
         # Roll back: the group returns to the classic protocol when its last
         # consumer-protocol member leaves.
         a = await replace(a, "a-classic-again", **classic)
         await eventually(lambda: all_consuming([a, b]) and a.count > 0, limit=30, what="mixed again")
+        await settled([a, b])
         b = await replace(b, "b-classic-again", **classic)
         await eventually(lambda: all_consuming([a, b]) and b.count > 0, limit=30, what="downgraded")
         assert await group_type() == "classic"
