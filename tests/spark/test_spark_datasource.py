@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import importlib.util
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -218,11 +219,20 @@ def test_streaming_restart_from_checkpoint(spark: Any, kafka_bootstrap: str, tmp
         )
         assert query.awaitTermination(120)
         assert query.exception() is None
+        progress.extend(query.recentProgress)
 
+    progress: list[Any] = []
     run()
     # 25 records (14 + 11), at most 10 per micro-batch, prorated as Spark's built-in source
     # does (each partition's share rounded down): 5 + 4, 5 + 4, then the last 4 + 3.
     assert [len(rows) for _, rows in seen] == [9, 9, 7]
+    # The progress shows how far the topic goes (latestOffset) beside what each batch read.
+    first_batch = next(p for p in progress if p["numInputRows"] > 0)["sources"][0]
+    as_dict = [
+        json.loads(o) if isinstance(o, str) else o
+        for o in (first_batch["latestOffset"], first_batch["endOffset"])
+    ]
+    assert as_dict == [{first: {"0": 14, "1": 11}}, {first: {"0": 5, "1": 4}}]
     # More data and a new matching topic while the query is down; the restart resumes
     # from the checkpoint: only the new records, none twice, none lost.
     produce(kafka_bootstrap, first, values({1: 6}, prefix="later"))
@@ -256,6 +266,7 @@ def test_streaming_restart_from_checkpoint(spark: Any, kafka_bootstrap: str, tmp
     )
     assert query.awaitTermination(120)
     assert query.exception() is None
+    assert sum(p["sink"]["numOutputRows"] for p in query.recentProgress) == 31
     copied = read_all(kafka_bootstrap, [TP(sink, 0)], 31)
     source_values = [r.value for r in read_all(kafka_bootstrap, [TP(first, 0), TP(first, 1)], 31)]
     assert sorted(r.value for r in copied) == sorted(source_values)
