@@ -9,7 +9,15 @@ import asyncio
 import uuid
 from typing import Any
 
-from _diffkit import Observation, Target, case, find_coordinator, metadata
+from _diffkit import (
+    Observation,
+    Target,
+    case,
+    consumer_heartbeat,
+    consumer_join_request,
+    find_coordinator,
+    metadata,
+)
 
 from aiokafka_lite.testing.rawclient import RawClient
 from aiokafka_lite.wire.messages import (
@@ -57,17 +65,22 @@ class Member:
         self.ids = {t.topic_id: t.name for t in md.topics if t.name}
 
     async def heartbeat(self, *, version: int = HB_VERSION, **fields: Any) -> ConsumerGroupHeartbeatResponse:
-        req = ConsumerGroupHeartbeatRequest(
-            group_id=self.group, member_id=self.member_id, member_epoch=self.epoch
-        )
+        overrides = {**self.join, **fields}
         if self.epoch == 0:
-            req.rebalance_timeout_ms = 30000
-            req.subscribed_topic_names = self.topics
-            req.topic_partitions = []
-        for k, v in {**self.join, **fields}.items():
-            setattr(req, k, v)
-        resp = await self.c.request(req, version)
-        assert isinstance(resp, ConsumerGroupHeartbeatResponse)
+            req = consumer_join_request(
+                self.group,
+                **{"member_id": self.member_id, "subscribed_topic_names": self.topics, **overrides},
+            )
+        else:
+            req = ConsumerGroupHeartbeatRequest(
+                **{
+                    "group_id": self.group,
+                    "member_id": self.member_id,
+                    "member_epoch": self.epoch,
+                    **overrides,
+                }
+            )
+        resp = await consumer_heartbeat(self.c, req, version)
         self.last = resp
         if resp.error_code == 0:
             if resp.member_id:
@@ -203,19 +216,9 @@ async def case_hb_invalid_requests(t: Target) -> Observation:
     out: Observation = {}
 
     async def probe(name: str, **fields: Any) -> None:
-        req = ConsumerGroupHeartbeatRequest(
-            group_id=group,
-            member_id="",
-            member_epoch=0,
-            rebalance_timeout_ms=30000,
-            subscribed_topic_names=[topic],
-            topic_partitions=[],
-        )
         version = fields.pop("version", HB_VERSION)
-        for k, v in fields.items():
-            setattr(req, k, v)
-        resp = await c.request(req, version)
-        assert isinstance(resp, ConsumerGroupHeartbeatResponse)
+        req = consumer_join_request(group, **{"subscribed_topic_names": [topic], **fields})
+        resp = await consumer_heartbeat(c, req, version)
         out[name] = {"error": resp.error_code, "_message": resp.error_message}
 
     await probe("empty_group", group_id="")
@@ -290,14 +293,12 @@ async def case_hb_leave_and_rejoin(t: Target) -> Observation:
     await m.heartbeat()
     member_id, epoch = m.member_id, m.epoch
     left = await m.heartbeat(member_epoch=-1)
-    after = await c.request(
-        ConsumerGroupHeartbeatRequest(group_id=group, member_id=member_id, member_epoch=epoch), HB_VERSION
+    after = await consumer_heartbeat(
+        c, ConsumerGroupHeartbeatRequest(group_id=group, member_id=member_id, member_epoch=epoch), HB_VERSION
     )
-    assert isinstance(after, ConsumerGroupHeartbeatResponse)
-    leave_again = await c.request(
-        ConsumerGroupHeartbeatRequest(group_id=group, member_id=member_id, member_epoch=-1), HB_VERSION
+    leave_again = await consumer_heartbeat(
+        c, ConsumerGroupHeartbeatRequest(group_id=group, member_id=member_id, member_epoch=-1), HB_VERSION
     )
-    assert isinstance(leave_again, ConsumerGroupHeartbeatResponse)
     d = described(await _describe(c, group), {})
     rejoin = Member(c, group, [topic])
     await rejoin.resolve()
@@ -888,21 +889,12 @@ async def case_hb_regex_dialect(t: Target) -> Observation:
         ("quote", r"\Qa.b\E"),
         ("end_z", r"abc\z"),
     ]:
-        resp = await c.request(
-            ConsumerGroupHeartbeatRequest(
-                group_id=group,
-                member_id=str(uuid.uuid4()),
-                member_epoch=0,
-                rebalance_timeout_ms=30000,
-                subscribed_topic_regex=pattern,
-                topic_partitions=[],
-            ),
-            1,
-        )
-        assert isinstance(resp, ConsumerGroupHeartbeatResponse)
+        join = consumer_join_request(group, member_id=str(uuid.uuid4()), subscribed_topic_regex=pattern)
+        resp = await consumer_heartbeat(c, join, 1)
         out[name] = resp.error_code
         if resp.error_code == 0:
-            await c.request(
+            await consumer_heartbeat(
+                c,
                 ConsumerGroupHeartbeatRequest(
                     group_id=group, member_id=resp.member_id or "", member_epoch=-1
                 ),
@@ -1037,7 +1029,8 @@ async def case_hb_static_member_errors(t: Target) -> Observation:
         "unknown_instance": hb(await a.heartbeat(instance_id="inst-9")),
         "no_instance": hb(await a.heartbeat(instance_id=None)),
         "other_member_id": hb(
-            await c.request(
+            await consumer_heartbeat(
+                c,
                 ConsumerGroupHeartbeatRequest(
                     group_id=group, member_id="someone-else", member_epoch=a.epoch, instance_id="inst-1"
                 ),
@@ -1047,7 +1040,8 @@ async def case_hb_static_member_errors(t: Target) -> Observation:
     }
     out["leave_for_now"] = hb(await a.heartbeat(member_epoch=-2, instance_id="inst-1"))
     out["leave_for_now_again"] = hb(
-        await c.request(
+        await consumer_heartbeat(
+            c,
             ConsumerGroupHeartbeatRequest(
                 group_id=group, member_id=a.member_id, member_epoch=-2, instance_id="inst-1"
             ),
@@ -1055,7 +1049,8 @@ async def case_hb_static_member_errors(t: Target) -> Observation:
         )
     )
     out["heartbeat_while_away"] = hb(
-        await c.request(
+        await consumer_heartbeat(
+            c,
             ConsumerGroupHeartbeatRequest(
                 group_id=group, member_id=a.member_id, member_epoch=2, instance_id="inst-1"
             ),

@@ -18,14 +18,21 @@ import re
 import time
 import uuid
 
-from _diffkit import Observation, Target, batch, case, metadata, produce
+from _diffkit import (
+    Observation,
+    Target,
+    batch,
+    case,
+    consumer_heartbeat,
+    consumer_join_request,
+    metadata,
+    produce,
+)
 
 from aiokafka_lite.testing.rawclient import RawClient
 from aiokafka_lite.wire.messages import (
     AlterShareGroupOffsetsRequest,
     AlterShareGroupOffsetsResponse,
-    ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse,
     DeleteGroupsRequest,
     DeleteGroupsResponse,
     DeleteShareGroupOffsetsRequest,
@@ -402,18 +409,8 @@ async def case_share_admin_other_groups(t: Target) -> Observation:
     # A consumer-protocol (KIP-848) group's id.
     consumer = t.unique("consumer")
     for _ in range(150):
-        hb = await c.request(
-            ConsumerGroupHeartbeatRequest(
-                group_id=consumer,
-                member_id=str(uuid.uuid4()),
-                member_epoch=0,
-                rebalance_timeout_ms=30000,
-                subscribed_topic_names=[topic],
-                topic_partitions=[],
-            ),
-            1,
-        )
-        assert isinstance(hb, ConsumerGroupHeartbeatResponse)
+        join = consumer_join_request(consumer, member_id=str(uuid.uuid4()), subscribed_topic_names=[topic])
+        hb = await consumer_heartbeat(c, join, 1)
         if hb.error_code not in _LOADING:
             break
         await asyncio.sleep(0.2)

@@ -31,6 +31,8 @@ from aiokafka_lite.wire.messages import (
     AddPartitionsToTxnResponse,
     ApiVersionsRequest,
     ApiVersionsResponse,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
     CreateTopicsRequest,
     CreateTopicsResponse,
     EndTxnRequest,
@@ -401,6 +403,30 @@ async def end_txn(c: RawClient, txn: str, producer_id: int, producer_epoch: int,
 
 async def request(c: RawClient, req: Request, version: int) -> Response:
     return await c.request(req, version)
+
+
+def consumer_join_request(group: str, **fields: Any) -> ConsumerGroupHeartbeatRequest:
+    """A member's first ConsumerGroupHeartbeat (epoch 0, owning nothing); ``fields``
+    override or add to the join defaults."""
+    return ConsumerGroupHeartbeatRequest(
+        **{
+            "group_id": group,
+            "member_id": "",
+            "member_epoch": 0,
+            "rebalance_timeout_ms": 30000,
+            "topic_partitions": [],
+            **fields,
+        }
+    )
+
+
+async def consumer_heartbeat(
+    c: RawClient, req: ConsumerGroupHeartbeatRequest, version: int
+) -> ConsumerGroupHeartbeatResponse:
+    """Sends one ConsumerGroupHeartbeat and returns its typed response."""
+    resp = await c.request(req, version)
+    assert isinstance(resp, ConsumerGroupHeartbeatResponse)
+    return resp
 
 
 # -- batches --------------------------------------------------------------------------
