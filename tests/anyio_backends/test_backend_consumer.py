@@ -5,32 +5,20 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from aiokafka_lite import Admin, Consumer, NewTopic, Producer
+from aiokafka_lite import Consumer
 from aiokafka_lite.structs import TopicPartition as TP
 from aiokafka_lite.testing.threaded import ThreadedCluster
 
 from .conftest import FAST, UnretrievedErrors, client_tasks_running
+from .testlib import fill_topic
 
 pytestmark = pytest.mark.anyio
-
-
-async def _fill(bootstrap: str, topic: str, partitions: int, count: int) -> set[bytes]:
-    async with Admin(bootstrap, **FAST) as admin:
-        (
-            await admin.create_topics([NewTopic(topic, partitions=partitions, replication_factor=1)])
-        ).raise_errors()
-    values = {f"{topic}-{i}".encode() for i in range(count)}
-    async with Producer(bootstrap, linger_ms=2, **FAST) as producer:
-        for v in sorted(values):
-            await producer.enqueue(topic, v)
-        await producer.flush()
-    return values
 
 
 async def test_async_for_reads_everything(anyio_backend: str, threaded_cluster: ThreadedCluster) -> None:
     bootstrap = threaded_cluster.bootstrap
     topic = f"iter-{anyio_backend}"
-    sent = await _fill(bootstrap, topic, 3, 600)
+    sent = await fill_topic(bootstrap, topic, 3, 600)
     seen: list[bytes] = []
     async with Consumer(bootstrap, auto_offset_reset="earliest", **FAST) as consumer:
         consumer.assign([TP(topic, p) for p in range(3)])
@@ -49,7 +37,7 @@ async def test_getmany_and_cancelled_caller_loses_nothing(
     no record that was already buffered: the next getmany returns it."""
     bootstrap = threaded_cluster.bootstrap
     topic = f"many-{anyio_backend}"
-    sent = await _fill(bootstrap, topic, 2, 400)
+    sent = await fill_topic(bootstrap, topic, 2, 400)
     got: list[bytes] = []
     async with Consumer(bootstrap, auto_offset_reset="earliest", **FAST) as consumer:
         consumer.assign([TP(topic, 0), TP(topic, 1)])
@@ -76,7 +64,7 @@ async def test_close_while_fetching_leaves_no_task(
 ) -> None:
     bootstrap = threaded_cluster.bootstrap
     topic = f"closing-{anyio_backend}"
-    await _fill(bootstrap, topic, 3, 50)
+    await fill_topic(bootstrap, topic, 3, 50)
     unretrieved = UnretrievedErrors()
     consumer = Consumer(bootstrap, auto_offset_reset="latest", fetch_max_wait_ms=5000, **FAST)
     await consumer.start()

@@ -14,7 +14,7 @@ from aiokafka_lite.structs import TopicPartition as TP
 from aiokafka_lite.testing.threaded import ThreadedCluster
 
 from .conftest import FAST, UnretrievedErrors, client_tasks_running
-from .test_backend_consumer import _fill
+from .testlib import assert_late_member_finds_nothing_left, fill_topic
 
 pytestmark = pytest.mark.anyio
 
@@ -39,7 +39,7 @@ async def test_two_consumer_protocol_members_share_the_partitions(
 ) -> None:
     bootstrap = fast_groups_cluster.bootstrap
     topic = f"kip848-{anyio_backend}"
-    sent = await _fill(bootstrap, topic, 4, 400)
+    sent = await fill_topic(bootstrap, topic, 4, 400)
     group = f"g848-{anyio_backend}"
     seen: list[bytes] = []
     owned: dict[str, set[TP]] = {}
@@ -71,10 +71,4 @@ async def test_two_consumer_protocol_members_share_the_partitions(
     assert client_tasks_running() == []
     assert unretrieved.check() == []
 
-    async with Consumer(bootstrap, group_id=group, topics=topic, **GROUP, **FAST) as late:
-        with anyio.fail_after(30):
-            while not late.assignment():
-                assert await late.getmany(timeout_ms=200) == {}
-        for tp in late.assignment():
-            assert await late.committed(tp) == await late.position(tp)
-        assert await late.getmany(timeout_ms=300) == {}
+    await assert_late_member_finds_nothing_left(bootstrap, group, topic, **GROUP)

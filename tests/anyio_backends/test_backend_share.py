@@ -7,34 +7,15 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from aiokafka_lite import Admin, NewTopic, Producer
-from aiokafka_lite.admin.types import ConfigResource
 from aiokafka_lite.errors import IllegalStateError
 from aiokafka_lite.share import AcknowledgeType, ShareConsumer, ShareRecord
 from aiokafka_lite.structs import TopicPartition as TP
 from aiokafka_lite.testing.threaded import ThreadedCluster
 
 from .conftest import FAST, UnretrievedErrors, client_tasks_running
+from .testlib import prepare_share_topic
 
 pytestmark = pytest.mark.anyio
-
-
-async def _prepare(bootstrap: str, topic: str, group: str, partitions: int, count: int) -> set[bytes]:
-    """A topic holding ``count`` records and a share group that starts at the earliest."""
-    async with Admin(bootstrap, **FAST) as admin:
-        (
-            await admin.create_topics([NewTopic(topic, partitions=partitions, replication_factor=1)])
-        ).raise_errors()
-        results = await admin.incremental_alter_configs(
-            {ConfigResource.group(group): {"share.auto.offset.reset": "earliest"}}
-        )
-        assert all(r.error is None for r in results.values()), results
-    values = {f"{topic}-{i}".encode() for i in range(count)}
-    async with Producer(bootstrap, linger_ms=2, **FAST) as producer:
-        for v in sorted(values):
-            await producer.enqueue(topic, v)
-        await producer.flush()
-    return values
 
 
 async def test_two_share_members_consume_every_record_once(
@@ -42,7 +23,7 @@ async def test_two_share_members_consume_every_record_once(
 ) -> None:
     bootstrap = threaded_cluster.bootstrap
     topic, group = f"share-two-{anyio_backend}", f"share-g-two-{anyio_backend}"
-    sent = await _prepare(bootstrap, topic, group, 3, 300)
+    sent = await prepare_share_topic(bootstrap, topic, group, 3, 300)
     seen: list[bytes] = []
     unretrieved = UnretrievedErrors()
 
@@ -89,7 +70,7 @@ async def test_released_record_is_delivered_again(
 ) -> None:
     bootstrap = threaded_cluster.bootstrap
     topic, group = f"share-rel-{anyio_backend}", f"share-g-rel-{anyio_backend}"
-    await _prepare(bootstrap, topic, group, 1, 10)
+    await prepare_share_topic(bootstrap, topic, group, 1, 10)
     unretrieved = UnretrievedErrors()
     async with ShareConsumer(
         bootstrap, group_id=group, topics=topic, acknowledgement_mode="explicit", **FAST
@@ -123,7 +104,7 @@ async def test_close_while_polling_leaves_no_task(
     cancelled caller's scope does not leak the consumer's tasks either)."""
     bootstrap = threaded_cluster.bootstrap
     topic, group = f"share-idle-{anyio_backend}", f"share-g-idle-{anyio_backend}"
-    await _prepare(bootstrap, topic, group, 2, 0)
+    await prepare_share_topic(bootstrap, topic, group, 2, 0)
     results: list[list[ShareRecord]] = []
     consumer = ShareConsumer(bootstrap, group_id=group, topics=topic, **FAST)
     with anyio.fail_after(30):
@@ -146,7 +127,7 @@ async def test_close_from_another_task(anyio_backend: str, threaded_cluster: Thr
     task that started it, so another task gets IllegalStateError and nothing is closed."""
     bootstrap = threaded_cluster.bootstrap
     topic, group = f"share-host-{anyio_backend}", f"share-g-host-{anyio_backend}"
-    sent = await _prepare(bootstrap, topic, group, 1, 5)
+    sent = await prepare_share_topic(bootstrap, topic, group, 1, 5)
     consumer = ShareConsumer(bootstrap, group_id=group, topics=topic, **FAST)
     await consumer.start()
     refused: list[IllegalStateError] = []

@@ -14,8 +14,8 @@ from aiokafka_lite.testing.threaded import ThreadedCluster
 from aiokafka_lite.transact import Batch, TransactSession
 
 from .conftest import FAST, UnretrievedErrors, client_tasks_running
-from .test_backend_consumer import _fill
 from .test_backend_transactions import _read
+from .testlib import fill_topic
 
 pytestmark = pytest.mark.anyio
 
@@ -23,8 +23,8 @@ pytestmark = pytest.mark.anyio
 async def test_transact_session_exactly_once(anyio_backend: str, threaded_cluster: ThreadedCluster) -> None:
     bootstrap = threaded_cluster.bootstrap
     source, sink = f"ts-in-{anyio_backend}", f"ts-out-{anyio_backend}"
-    sent = await _fill(bootstrap, source, 2, 120)
-    await _fill(bootstrap, sink, 2, 0)
+    sent = await fill_topic(bootstrap, source, 2, 120)
+    await fill_topic(bootstrap, sink, 2, 0)
     unretrieved = UnretrievedErrors()
     failed_once: list[bool] = []
     aborted_rounds = 0

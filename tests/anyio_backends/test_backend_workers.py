@@ -16,8 +16,7 @@ from aiokafka_lite.structs import TopicPartition as TP
 from aiokafka_lite.testing.threaded import ThreadedCluster
 
 from .conftest import FAST, UnretrievedErrors, client_tasks_running
-from .test_backend_consumer import _fill
-from .test_backend_share import _prepare
+from .testlib import fill_topic, prepare_share_topic
 
 pytestmark = pytest.mark.anyio
 
@@ -33,7 +32,7 @@ async def test_ordered_workers_timeout_and_pause(
 ) -> None:
     bootstrap = threaded_cluster.bootstrap
     topic, group = f"ow-{anyio_backend}", f"ow-g-{anyio_backend}"
-    sent = await _fill(bootstrap, topic, 2, 60)
+    sent = await fill_topic(bootstrap, topic, 2, 60)
     slow, flaky = f"{topic}-7".encode(), f"{topic}-11".encode()
     calls: dict[bytes, int] = {}
     done: list[bytes] = []
@@ -99,7 +98,7 @@ async def test_share_workers_timeout_releases_and_pause(
 ) -> None:
     bootstrap = threaded_cluster.bootstrap
     topic, group = f"sw-{anyio_backend}", f"sw-g-{anyio_backend}"
-    sent = await _prepare(bootstrap, topic, group, 1, 40)
+    sent = await prepare_share_topic(bootstrap, topic, group, 1, 40)
     slow = f"{topic}-5".encode()
     calls: dict[bytes, list[int]] = {}
     accepted: list[bytes] = []
