@@ -201,6 +201,37 @@ async def test_a_bug_in_heartbeat_handling_is_raised_from_getmany(
         await a.close()
 
 
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+async def test_a_bug_in_the_main_loop_is_raised_from_getmany(
+    cluster: EmbeddedCluster, protocol: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The main loop (one loop for both protocols) records an unexpected exception as the
+    coordinator's crash: getmany raises it on every call, and closing still works."""
+    topic, group = names()
+    cluster.create_topic(topic, PARTITIONS)
+    every = {TP(topic, p) for p in range(PARTITIONS)}
+    a = Member(cluster, topic, group, group_protocol=protocol, enable_auto_commit=False)
+    await a.start()
+    try:
+        await eventually(lambda: a.consumer.assignment() == every, limit=30, what="assignment")
+        gc = a.consumer.coordinator
+        assert gc is not None and a.error is None
+
+        def bug(now: float) -> float | None:
+            raise RuntimeError("bug in the membership's deadline")
+
+        monkeypatch.setattr(gc._m, "next_deadline", bug)
+        gc._kick()
+        await eventually(lambda: a.error is not None, limit=30, what="getmany raising the crash")
+        assert isinstance(a.error, KafkaError), a.error
+        assert 'group coordinator crashed: RuntimeError("bug in the membership\'s deadline")' in str(a.error)
+        assert gc._main_task is not None and gc._main_task.done()
+        with pytest.raises(KafkaError, match="bug in the membership's deadline"):
+            await a.consumer.getmany(timeout_ms=50)
+    finally:
+        await a.close()
+
+
 async def test_poll_timeout_leaves_the_group_and_rejoins_when_polling_resumes(
     cluster: EmbeddedCluster,
 ) -> None:

@@ -167,36 +167,17 @@ class ConsumerGroupCoordinator(GroupCoordinator):
             return None
         return name
 
-    async def _main_loop(self) -> None:
-        m = self._m
-        try:
-            while not self._closing:
-                self._wake.clear()
-                self._sync_subscription()
-                now = self._now()
-                actions = m.tick(now, self._resolve)
-                if actions:
-                    await self._execute(actions)  # type: ignore[arg-type]
-                    self._hb_wake.set()
-                    continue
-                if m.state is ConsumerMemberState.FAILED:
-                    self._app_idle.set()
-                    return
-                self._hb_wake.set()
-                deadline = m.next_deadline(now)
-                wait_ms = float(m.heartbeat_interval_ms or 1000)
-                if deadline is not None:
-                    wait_ms = min(wait_ms, max(deadline - now, 0.0))
-                try:
-                    async with _backend.timeout(wait_ms / 1000):
-                        await self._wake.wait()
-                except TimeoutError:
-                    pass
-        except (asyncio.CancelledError, _backend.cancelled_exc()):
-            raise
-        except BaseException as exc:
-            self._crashed("coordinator loop", exc)
-            raise
+    def _tick(self, now: float) -> list[Action]:
+        """The machine's work at ``now``; it names assigned topic ids from the client's
+        metadata (``_resolve``)."""
+        return self._m.tick(now, self._resolve)  # type: ignore[return-value]
+
+    def _membership_failed(self) -> bool:
+        return self._m.state is ConsumerMemberState.FAILED
+
+    def _idle_wait_ms(self) -> float:
+        """The heartbeat interval the broker gave (1 s until it has given one)."""
+        return float(self._m.heartbeat_interval_ms or 1000)
 
     async def _do(self, action: Action) -> list[Action]:
         act: ConsumerAction | Action = action

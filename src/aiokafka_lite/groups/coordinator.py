@@ -372,24 +372,28 @@ class GroupCoordinator:
 
     # ------------------------------------------------------------------ main loop
     async def _main_loop(self) -> None:
+        """Ask the machine for work (``tick``) and execute it in order; with nothing to do,
+        sleep until woken, the machine's next deadline or ``_idle_wait_ms``.
+
+        The loop is the same for both group protocols: how the machine is ticked
+        (``_tick``), when it has failed (``_membership_failed``) and how long an idle loop
+        may sleep (``_idle_wait_ms``) are the protocol's."""
         try:
             while not self._closing:
                 self._wake.clear()
                 self._sync_subscription()
-                self._check_metadata()
                 now = self._now()
-                actions = self._m.tick(now)
+                actions = self._tick(now)
                 if actions:
                     await self._execute(actions)
                     self._hb_wake.set()
                     continue
-                if self._m.state is MemberState.FAILED:
+                if self._membership_failed():
                     self._app_idle.set()
                     return
                 self._hb_wake.set()
                 deadline = self._m.next_deadline(now)
-                # Wake at least every heartbeat interval to notice metadata changes.
-                wait_ms = float(self._settings.heartbeat_interval_ms)
+                wait_ms = self._idle_wait_ms()
                 if deadline is not None:
                     wait_ms = min(wait_ms, max(deadline - now, 0.0))
                 try:
@@ -402,6 +406,21 @@ class GroupCoordinator:
         except BaseException as exc:
             self._crashed("coordinator loop", exc)
             raise
+
+    def _tick(self, now: float) -> list[Action]:
+        """The machine's work at ``now`` (classic protocol: the leader first checks the
+        partition counts of the topics it assigned, so new partitions get an owner)."""
+        self._check_metadata()
+        return self._m.tick(now)
+
+    def _membership_failed(self) -> bool:
+        """True once the machine has failed for good (the main loop then ends)."""
+        return self._m.state is MemberState.FAILED
+
+    def _idle_wait_ms(self) -> float:
+        """The longest the main loop sleeps with nothing to do (classic protocol: one
+        heartbeat interval, to notice metadata changes)."""
+        return float(self._settings.heartbeat_interval_ms)
 
     def _crashed(self, task: str, exc: BaseException) -> None:
         """One of the group's tasks died of an unexpected exception (a bug, not a Kafka
