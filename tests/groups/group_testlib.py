@@ -1,21 +1,25 @@
 """Helpers for the group tests: clusters for either broker (``--kafka``), members driven
-by a bare GroupCoordinator (no Consumer needed), waiting for conditions."""
+by a bare GroupCoordinator (no Consumer needed), Consumers that record what they are
+handed, producers that keep records flowing, waiting for conditions."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, Self
 
 import pytest
 
+from aiokafka_lite import Consumer
 from aiokafka_lite.broker.cluster import EmbeddedCluster
 from aiokafka_lite.broker.state import BrokerConfig
 from aiokafka_lite.fetch.config import ConsumerConfig
 from aiokafka_lite.fetch.subscription import SubscriptionState
 from aiokafka_lite.groups import GroupCoordinator
 from aiokafka_lite.net import Client
+from aiokafka_lite.produce.producer import Producer
 from aiokafka_lite.structs import TopicPartition
 
 ClusterFactory = Callable[..., Awaitable[EmbeddedCluster]]
@@ -211,3 +215,82 @@ async def crash_broker(cluster: EmbeddedCluster, node_id: int) -> None:
         await cluster.stop_broker(node_id)
     else:
         await cluster.kill_broker(node_id)  # type: ignore[attr-defined]
+
+
+class RecordingConsumer:
+    """A Consumer iterating in its own task, recording every record it is handed:
+    ``seen[(partition, offset)]`` lists the names of the members that got it."""
+
+    def __init__(self, consumer: Consumer, name: str, seen: dict[tuple[int, int], list[str]]) -> None:
+        self.consumer = consumer
+        self.name = name
+        self.seen = seen
+        self.task: asyncio.Task[None] | None = None
+        self.count = 0
+
+    async def start(self) -> Self:
+        await self.consumer.start()
+        self.task = asyncio.create_task(self._run())
+        return self
+
+    async def _run(self) -> None:
+        async for rec in self.consumer:
+            self.seen[(rec.partition, rec.offset)].append(self.name)
+            self.count += 1
+
+    async def stop(self) -> None:
+        """Graceful: close (commit, leave the group); the iteration ends by itself."""
+        await self.consumer.close()
+        if self.task is not None:
+            await asyncio.wait_for(self.task, 10)
+
+    async def crash(self) -> None:
+        """Die without leaving the group or committing: stop everything, drop connections."""
+        assert self.task is not None
+        self.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.task
+        gc = self.consumer.coordinator
+        assert gc is not None
+        for t in (gc._main_task, gc._hb_task):
+            if t is not None:
+                t.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await t
+        await self.consumer.client.close()
+
+    async def cleanup(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.consumer.close()
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+            with contextlib.suppress(BaseException):
+                await self.task
+
+
+async def produce_numbered_until(
+    bootstrap: str, topic: str, partitions: int, stop: asyncio.Event, *, interval: float, per_partition: int
+) -> int:
+    """``per_partition`` records (numbered values) into every partition each ``interval``
+    seconds until ``stop`` is set: whichever partitions a member gets, new records keep
+    arriving there for as long as the scenario runs (a fixed budget could be consumed, or
+    land on other members' partitions, before a late member is assigned anything).
+    Returns how many were sent."""
+    n = 0
+    async with Producer(bootstrap_servers=bootstrap, linger_ms=0) as p:
+        while not stop.is_set():
+            for part in range(partitions):
+                if per_partition == 1:
+                    await p.enqueue(topic, b"%d" % n, partition=part)
+                else:
+                    await p.enqueue_batch(
+                        topic, [b"%d" % (n + i) for i in range(per_partition)], partition=part
+                    )
+                n += per_partition
+            await asyncio.sleep(interval)
+        await p.flush()
+    return n
+
+
+def end_offsets(cluster: EmbeddedCluster, topic: str, partitions: int) -> dict[int, int]:
+    return {p: cluster.high_watermark(topic, p) for p in range(partitions)}

@@ -18,7 +18,14 @@ from collections import defaultdict
 from typing import Any
 
 import pytest
-from group_testlib import crash_broker, eventually, group_cluster
+from group_testlib import (
+    RecordingConsumer,
+    crash_broker,
+    end_offsets,
+    eventually,
+    group_cluster,
+    produce_numbered_until,
+)
 
 from aiokafka_lite import Consumer
 from aiokafka_lite.admin import Admin
@@ -89,8 +96,8 @@ class Ownership:
         return Listener()
 
 
-class Worker:
-    """A consumer iterating in its own task, recording every record it is handed."""
+class Worker(RecordingConsumer):
+    """A consumer-protocol member of ``group`` reading ``topic``."""
 
     def __init__(
         self,
@@ -109,22 +116,10 @@ class Worker:
             "auto_commit_interval_ms": 500,
             **opts,
         }
-        self.name = name
-        self.seen = seen
         listener = book.listener(name) if book is not None else None
-        self.consumer = Consumer(cluster.bootstrap, topics=[topic], listener=listener, **options)
-        self.task: asyncio.Task[None] | None = None
-        self.count = 0
-
-    async def start(self) -> Worker:
-        await self.consumer.start()
-        self.task = asyncio.create_task(self._run())
-        return self
-
-    async def _run(self) -> None:
-        async for rec in self.consumer:
-            self.seen[(rec.partition, rec.offset)].append(self.name)
-            self.count += 1
+        super().__init__(
+            Consumer(cluster.bootstrap, topics=[topic], listener=listener, **options), name, seen
+        )
 
     def assignment(self) -> set[TP]:
         return self.consumer.assignment()
@@ -132,34 +127,6 @@ class Worker:
     def stable(self) -> bool:
         gc = self.consumer.coordinator
         return gc is not None and gc.state is ConsumerMemberState.STABLE
-
-    async def stop(self) -> None:
-        await self.consumer.close()
-        if self.task is not None:
-            await asyncio.wait_for(self.task, 10)
-
-    async def crash(self) -> None:
-        """Die without leaving the group or committing."""
-        assert self.task is not None
-        self.task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self.task
-        gc = self.consumer.coordinator
-        assert gc is not None
-        for t in (gc._main_task, gc._hb_task):
-            if t is not None:
-                t.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await t
-        await self.consumer.client.close()
-
-    async def cleanup(self) -> None:
-        with contextlib.suppress(Exception):
-            await self.consumer.close()
-        if self.task is not None and not self.task.done():
-            self.task.cancel()
-            with contextlib.suppress(BaseException):
-                await self.task
 
 
 def balanced(workers: list[Worker], topic: str) -> bool:
@@ -174,19 +141,9 @@ def balanced(workers: list[Worker], topic: str) -> bool:
 async def produce_until(
     cluster: EmbeddedCluster, topic: str, stop: asyncio.Event, interval: float = 0.03, per_partition: int = 10
 ) -> int:
-    n = 0
-    async with Producer(bootstrap_servers=cluster.bootstrap, linger_ms=0) as p:
-        while not stop.is_set():
-            for part in range(PARTITIONS):
-                await p.enqueue_batch(topic, [b"%d" % (n + i) for i in range(per_partition)], partition=part)
-                n += per_partition
-            await asyncio.sleep(interval)
-        await p.flush()
-    return n
-
-
-def end_offsets(cluster: EmbeddedCluster, topic: str) -> dict[int, int]:
-    return {p: cluster.high_watermark(topic, p) for p in range(PARTITIONS)}
+    return await produce_numbered_until(
+        cluster.bootstrap, topic, PARTITIONS, stop, interval=interval, per_partition=per_partition
+    )
 
 
 # ----------------------------------------------------------------------------- consumers
@@ -221,7 +178,7 @@ async def test_members_join_and_leave_while_records_flow_every_record_once(
         await eventually(lambda: balanced([c], topic), what="c alone")
         stop.set()
         total = await producer
-        ends = end_offsets(cluster, topic)
+        ends = end_offsets(cluster, topic, PARTITIONS)
         assert sum(ends.values()) == total
         await eventually(lambda: len(seen) == total, limit=60, what="everything consumed")
         await c.stop()
@@ -262,7 +219,7 @@ async def test_killed_member_is_fenced_by_the_broker_and_its_partitions_move(
         stop.set()
         await a.cleanup()
         await b.cleanup()
-    ends = end_offsets(cluster, topic)
+    ends = end_offsets(cluster, topic, PARTITIONS)
     # at-least-once: every record was processed; the killed member's uncommitted tail twice
     assert set(seen) == {(p, o) for p, end in ends.items() for o in range(end)}
 
@@ -303,7 +260,7 @@ async def test_coordinator_killed_while_consuming_members_keep_their_epochs(
         await eventually(lambda: balanced([b], topic), limit=30)
         stop.set()
         total = await producer
-        ends = end_offsets(cluster, topic)
+        ends = end_offsets(cluster, topic, PARTITIONS)
         in_log = {(p, o) for p, end in ends.items() for o in range(end)}
 
         def behind() -> dict[int, tuple[int, int]]:
@@ -320,7 +277,7 @@ async def test_coordinator_killed_while_consuming_members_keep_their_epochs(
         await a.cleanup()
         await b.cleanup()
     assert not {k: v for k, v in seen.items() if len(v) > 1}
-    ends = end_offsets(cluster, topic)
+    ends = end_offsets(cluster, topic, PARTITIONS)
     assert set(seen) == {(p, o) for p, end in ends.items() for o in range(end)}
 
 
@@ -717,7 +674,7 @@ async def test_rolling_upgrade_of_a_live_classic_group_and_back_every_record_onc
         producer.cancel()
         for w in workers:
             await w.cleanup()
-    ends = end_offsets(cluster, topic)
+    ends = end_offsets(cluster, topic, PARTITIONS)
     assert set(seen) == {(p, o) for p, end in ends.items() for o in range(end)}
     twice = {k: v for k, v in seen.items() if len(v) > 1}
     assert not twice, f"{len(twice)} records processed more than once, e.g. {sorted(twice.items())[:5]}"

@@ -9,12 +9,19 @@ from collections import defaultdict
 from typing import Any
 
 import pytest
-from group_testlib import crash_broker, eventually, group_cluster, short_session_ms
+from group_testlib import (
+    RecordingConsumer,
+    crash_broker,
+    end_offsets,
+    eventually,
+    group_cluster,
+    produce_numbered_until,
+    short_session_ms,
+)
 
 from aiokafka_lite import Consumer
 from aiokafka_lite.broker.cluster import EmbeddedCluster
 from aiokafka_lite.groups import MemberState
-from aiokafka_lite.produce.producer import Producer
 from aiokafka_lite.structs import TopicPartition as TP
 
 PARTITIONS = 12
@@ -36,8 +43,8 @@ async def cluster3(
     return await group_cluster(request, {"t": PARTITIONS}, several_brokers=True)
 
 
-class Worker:
-    """A consumer iterating in its own task, recording every record it is handed."""
+class Worker(RecordingConsumer):
+    """A classic-protocol member of group ``g`` reading topic ``t``."""
 
     def __init__(
         self, cluster: EmbeddedCluster, name: str, seen: dict[tuple[int, int], list[str]], **opts: Any
@@ -50,21 +57,7 @@ class Worker:
             "auto_commit_interval_ms": 500,
             **opts,
         }
-        self.name = name
-        self.seen = seen
-        self.consumer = Consumer(cluster.bootstrap, topics=["t"], **options)
-        self.task: asyncio.Task[None] | None = None
-        self.count = 0
-
-    async def start(self) -> Worker:
-        await self.consumer.start()
-        self.task = asyncio.create_task(self._run())
-        return self
-
-    async def _run(self) -> None:
-        async for rec in self.consumer:
-            self.seen[(rec.partition, rec.offset)].append(self.name)
-            self.count += 1
+        super().__init__(Consumer(cluster.bootstrap, topics=["t"], **options), name, seen)
 
     def assignment(self) -> set[TP]:
         return self.consumer.subscription_state.assignment()
@@ -72,35 +65,6 @@ class Worker:
     def stable(self) -> bool:
         gc = self.consumer.coordinator
         return gc is not None and gc.state is MemberState.STABLE and not gc.membership.rejoin_needed
-
-    async def stop(self) -> None:
-        """Graceful: close (commit on revoke, LeaveGroup); the iteration ends by itself."""
-        await self.consumer.close()
-        if self.task is not None:
-            await asyncio.wait_for(self.task, 10)
-
-    async def crash(self) -> None:
-        """Die without leaving the group or committing: stop everything, drop connections."""
-        assert self.task is not None
-        self.task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self.task
-        gc = self.consumer.coordinator
-        assert gc is not None
-        for t in (gc._main_task, gc._hb_task):
-            if t is not None:
-                t.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await t
-        await self.consumer.client.close()
-
-    async def cleanup(self) -> None:
-        with contextlib.suppress(Exception):
-            await self.consumer.close()
-        if self.task is not None and not self.task.done():
-            self.task.cancel()
-            with contextlib.suppress(BaseException):
-                await self.task
 
 
 def balanced(workers: list[Worker]) -> bool:
@@ -111,31 +75,12 @@ def balanced(workers: list[Worker]) -> bool:
     return max(sizes) - min(sizes) <= 1 and all(w.stable() for w in workers)
 
 
-def end_offsets(cluster: EmbeddedCluster) -> dict[int, int]:
-    return {p: cluster.high_watermark("t", p) for p in range(PARTITIONS)}
-
-
 async def produce_until(
     cluster: EmbeddedCluster, stop: asyncio.Event, interval: float = 0.02, per_partition: int = 1
 ) -> int:
-    """``per_partition`` records into every partition each ``interval`` seconds until
-    ``stop`` is set: whichever partitions a member gets, new records keep arriving there
-    for as long as the scenario runs (a fixed budget could be consumed, or land on
-    other members' partitions, before a late member is assigned anything)."""
-    n = 0
-    async with Producer(bootstrap_servers=cluster.bootstrap, linger_ms=0) as p:
-        while not stop.is_set():
-            for part in range(PARTITIONS):
-                if per_partition == 1:
-                    await p.enqueue("t", b"%d" % n, partition=part)
-                else:
-                    await p.enqueue_batch(
-                        "t", [b"%d" % (n + i) for i in range(per_partition)], partition=part
-                    )
-                n += per_partition
-            await asyncio.sleep(interval)
-        await p.flush()
-    return n
+    return await produce_numbered_until(
+        cluster.bootstrap, "t", PARTITIONS, stop, interval=interval, per_partition=per_partition
+    )
 
 
 @pytest.mark.parametrize("strategy", ["cooperative-sticky", "range"])
@@ -161,7 +106,7 @@ async def test_members_join_and_leave_one_by_one_every_record_once(
         await eventually(lambda: balanced([c]), what="c alone")
         stop.set()
         total = await producer
-        ends = end_offsets(cluster)
+        ends = end_offsets(cluster, "t", PARTITIONS)
         assert sum(ends.values()) == total
         await eventually(lambda: len(seen) == total, limit=60, what="everything consumed")
         await c.stop()
@@ -200,7 +145,7 @@ async def test_member_crash_moves_partitions_after_session_timeout_nothing_lost(
         stop.set()
         await a.cleanup()
         await b.cleanup()
-    ends = end_offsets(cluster)
+    ends = end_offsets(cluster, "t", PARTITIONS)
     # at-least-once: every record was processed; the crashed member's uncommitted tail twice
     assert set(seen) == {(p, o) for p, end in ends.items() for o in range(end)}
 
@@ -271,7 +216,7 @@ async def test_coordinator_killed_while_consuming(cluster3: EmbeddedCluster) -> 
         await a.cleanup()
         await b.cleanup()
     assert not {k: v for k, v in seen.items() if len(v) > 1}
-    ends = end_offsets(cluster3)
+    ends = end_offsets(cluster3, "t", PARTITIONS)
     assert set(seen) == {(p, o) for p, end in ends.items() for o in range(end)}
 
 
@@ -401,7 +346,7 @@ async def test_ordered_workers_across_rebalances(cluster: EmbeddedCluster, strat
         p2.stop()
         await c1.close()
         await c2.close()
-    ends = end_offsets(cluster)
+    ends = end_offsets(cluster, "t", PARTITIONS)
     for part, offsets in history.items():
         assert offsets == list(range(ends[part])), f"partition {part}: out of order or duplicated"
     assert sum(ends.values()) == total
