@@ -93,6 +93,15 @@ _YIELD_EVERY_FULL_BATCHES: Final = 8
 _END: Final = object()
 
 
+def _bulk_timestamp(timestamp_ms: int | None) -> int:
+    """The timestamp of a bulk append's records: ``timestamp_ms`` checked, or now."""
+    if timestamp_ms is None:
+        return int(_time() * 1000)
+    if type(timestamp_ms) is not int or timestamp_ms < 0:
+        raise E.InvalidTimestampError(f"timestamp_ms must be a non-negative int, got {timestamp_ms!r}")
+    return timestamp_ms
+
+
 class Producer:
     """Asyncio Kafka producer.
 
@@ -891,9 +900,7 @@ class Producer:
         if partition is None and state.sticky is None:  # round robin: record by record
             await self._enqueue_each(topic, values, None, None, None, timestamp_ms, result)
             return result
-        if timestamp_ms is not None and (type(timestamp_ms) is not int or timestamp_ms < 0):
-            raise E.InvalidTimestampError(f"timestamp_ms must be a non-negative int, got {timestamp_ms!r}")
-        ts = int(_time() * 1000) if timestamp_ms is None else timestamp_ms
+        ts = _bulk_timestamp(timestamp_ms)
         add_run = result._add_run
         it = iter(values)
         sticky = state.sticky
@@ -961,9 +968,7 @@ class Producer:
         state = self._topics.topics.get(topic)
         if state is None or not self._started:
             state = await self._state_for(topic, None, loop.time() + self.config.max_block_ms / 1000)
-        if timestamp_ms is not None and (type(timestamp_ms) is not int or timestamp_ms < 0):
-            raise E.InvalidTimestampError(f"timestamp_ms must be a non-negative int, got {timestamp_ms!r}")
-        ts = int(_time() * 1000) if timestamp_ms is None else timestamp_ms
+        ts = _bulk_timestamp(timestamp_ms)
         order, ends = group_by_key_partition(keys, state.partition_count)
         add_run = result._add_run
         start = 0
