@@ -57,8 +57,7 @@ def interop_cluster(
         else:
             raise ValueError(f"no shared Apache Kafka cluster of {brokers} brokers")
         for name, partitions in (topics or {}).items():
-            apache.create_topic(name, partitions)
-            wait_until_every_broker_serves(apache.bootstrap, name, partitions)
+            apache.create_topic(name, partitions)  # returns once every broker serves it
         return ThreadedApache(apache)
 
     return make

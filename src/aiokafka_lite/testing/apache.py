@@ -692,20 +692,23 @@ class ApacheCluster:
         async def create(admin: Admin) -> None:
             topic = NewTopic(name, partitions, replication_factor, dict(configs or {}))
             (await admin.create_topics([topic])).raise_errors()
-            await _wait_topic_served(admin, name, partitions)
-            await self._wait_topic_everywhere(admin, name)
+            await self._wait_topic_everywhere(admin, name, partitions)
 
         self._run(create)
 
-    async def _wait_topic_everywhere(self, admin: Admin, name: str, within_s: float = 30.0) -> None:
-        """Waits until every running broker's own metadata has a leader for each partition."""
+    async def _wait_topic_everywhere(
+        self, admin: Admin, name: str, partitions: int, within_s: float = 30.0
+    ) -> None:
+        """Waits until every running broker's own metadata has a leader for each partition
+        (``partitions`` of them, or any number when negative: the broker's default). A
+        CreateTopics answer means the controller has the topic, not yet every broker."""
         deadline = time.monotonic() + within_s
         while True:
             try:
                 views = await self._each_broker_view(admin, [name])
             except KafkaError:
                 views = []
-            if views and all(_serves(view, name) for view in views):
+            if views and all(_serves(view, name, partitions) for view in views):
                 return
             if time.monotonic() > deadline:
                 raise ApacheKafkaError(f"topic {name!r} did not reach every broker's metadata in {within_s}s")
@@ -817,28 +820,13 @@ class ThreadedApache:
         self.cluster.close()
 
 
-async def _wait_topic_served(admin: Admin, name: str, partitions: int, within_s: float = 30.0) -> None:
-    """Waits until metadata names a leader for each partition of a new topic: CreateTopics
-    returns once the controller has it, before every broker serves it."""
-    deadline = time.monotonic() + within_s
-    while True:
-        res = await admin.describe_topics([name])
-        desc = res.get(name)
-        if desc is not None and desc.error is None and desc.partitions:
-            leaders = [p.leader for p in desc.partitions]
-            if (partitions < 0 or len(leaders) >= partitions) and all(ld >= 0 for ld in leaders):
-                return
-        if time.monotonic() > deadline:
-            raise ApacheKafkaError(f"topic {name!r} has no leader for every partition after {within_s}s")
-        await asyncio.sleep(0.05)
-
-
-def _serves(view: MetadataResponse, name: str) -> bool:
+def _serves(view: MetadataResponse, name: str, partitions: int) -> bool:
     topic = next((t for t in view.topics if t.name == name), None)
     return (
         topic is not None
         and topic.error_code == 0
         and bool(topic.partitions)
+        and (partitions < 0 or len(topic.partitions) >= partitions)
         and all(p.leader_id >= 0 for p in topic.partitions)
     )
 
