@@ -14,11 +14,48 @@ def _loaded_after(code: str) -> set[str]:
     return set(out.stdout.split())
 
 
+# Every public name of the package and the module that defines it.
+TOP_LEVEL = {
+    "AcknowledgeType": "aiokafka_lite.share",
+    "Admin": "aiokafka_lite.admin",
+    "Client": "aiokafka_lite.net",
+    "Consumer": "aiokafka_lite.fetch",
+    "EmbeddedCluster": "aiokafka_lite.broker",
+    "Mirror": "aiokafka_lite.mirror",
+    "NewTopic": "aiokafka_lite.admin",
+    "OrderedWorkers": "aiokafka_lite.groups",
+    "Producer": "aiokafka_lite.produce",
+    "Record": "aiokafka_lite.fetch",
+    "RecordMetadata": "aiokafka_lite.produce",
+    "ShareConsumer": "aiokafka_lite.share",
+    "ShareWorkers": "aiokafka_lite.share",
+    "TopicPartition": "aiokafka_lite.structs",
+    "TransactSession": "aiokafka_lite.transact",
+}
+
+
 def test_package_import_loads_no_client_module() -> None:
     loaded = _loaded_after("import aiokafka_lite")
-    assert not {
-        m for m in loaded if m.startswith(("aiokafka_lite.admin", "aiokafka_lite.fetch", "aiokafka_lite.net"))
-    }
+    heavy = {module for module in TOP_LEVEL.values() if module != "aiokafka_lite.structs"}
+    assert not {m for m in loaded if m.startswith(tuple(heavy))}
+
+
+def test_every_public_name_imports_from_the_package() -> None:
+    import importlib
+
+    import aiokafka_lite
+
+    assert sorted(aiokafka_lite.__all__) == sorted(TOP_LEVEL)
+    for name, module in TOP_LEVEL.items():
+        value = getattr(aiokafka_lite, name)
+        assert value is getattr(importlib.import_module(module), name), name
+        assert name in dir(aiokafka_lite)
+
+
+def test_share_consumer_import_does_not_load_broker_or_mirror() -> None:
+    loaded = _loaded_after("from aiokafka_lite import ShareConsumer, ShareWorkers, AcknowledgeType")
+    assert "aiokafka_lite.share.consumer" in loaded
+    assert not {m for m in loaded if m.startswith(("aiokafka_lite.broker", "aiokafka_lite.mirror"))}
 
 
 def test_producer_import_does_not_load_admin_or_consumer() -> None:
