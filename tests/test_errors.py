@@ -278,3 +278,18 @@ def test_existing_base_classes_kept() -> None:
     assert issubclass(KafkaConnectionError, ConnectionError) and KafkaConnectionError.retriable
     assert issubclass(errors.UnsupportedCodecError, errors.CorruptRecordError)
     assert errors.MessageTooLargeError is errors.MessageSizeTooLargeError
+
+
+def test_delivery_failed_error_is_one_class_in_errors_and_produce() -> None:
+    from aiokafka_lite import produce
+    from aiokafka_lite.produce import batch
+
+    assert "DeliveryFailedError" in errors.__all__
+    assert produce.DeliveryFailedError is errors.DeliveryFailedError
+    assert batch.DeliveryFailedError is errors.DeliveryFailedError
+    failure = produce.RecordFailure(0, "orders", 1, errors.NotEnoughReplicasError("isr"))
+    raised = errors.DeliveryFailedError.from_failures([failure], total=3)
+    assert "1 of 3 record(s) not delivered: orders-1: NotEnoughReplicasError" in str(raised)
+    with pytest.raises(errors.DeliveryFailedError) as info:
+        raise raised
+    assert info.value.failures == [failure]

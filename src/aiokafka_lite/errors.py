@@ -23,7 +23,12 @@ The table covers codes -1 through 133 (Kafka 4.x). Newer codes decode to
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    # (only for annotations: produce imports this module, never the other way at run time)
+    from aiokafka_lite.produce.batch import RecordFailure
 
 __all__ = [
     "ERRORS_BY_CODE",
@@ -35,6 +40,7 @@ __all__ = [
     "CoordinatorError",
     "CorruptFrameError",
     "CorruptRecordError",
+    "DeliveryFailedError",
     "IllegalStateError",
     "KafkaConnectionError",
     "KafkaError",
@@ -1257,6 +1263,59 @@ class ProducerRecordTooLargeError(RecordTooLargeError, MessageSizeTooLargeError)
     """A record exceeds the producer's ``max_request_size`` or ``buffer_memory``; it was
     rejected before being buffered. Catch it as ``MessageSizeTooLargeError`` (what the
     Java client raises for this case) or as ``RecordTooLargeError`` (client-side limit)."""
+
+
+class DeliveryFailedError(ExceptionGroup[Exception]):
+    """Some of the records waited for (``Producer.wait_all``) were not delivered.
+
+    ``exceptions`` holds each distinct delivery error once (records of one batch share
+    theirs), so ``except* NotEnoughReplicasError:`` works; ``failures`` lists every
+    failed record (:class:`~aiokafka_lite.produce.RecordFailure`: position, topic,
+    partition, error), in order. Also importable as ``aiokafka_lite.produce.DeliveryFailedError``.
+    """
+
+    failures: list[RecordFailure]
+
+    def __new__(
+        cls, message: str, exceptions: Sequence[Exception], failures: Sequence[RecordFailure] = ()
+    ) -> DeliveryFailedError:
+        self = super().__new__(cls, message, exceptions)
+        self.failures = list(failures)
+        return self
+
+    def __init__(
+        self, message: str, exceptions: Sequence[Exception], failures: Sequence[RecordFailure] = ()
+    ) -> None:
+        super().__init__(message, exceptions)
+
+    def derive(self, excs: Sequence[Exception]) -> DeliveryFailedError:  # type: ignore[override]
+        """The part of this group with ``excs`` (``except*``, ``split``): keeps the
+        failures those errors explain."""
+        # (ignore: the base's other overload takes BaseExceptions, never in an ExceptionGroup)
+        kept = {id(e) for e in excs}
+        return DeliveryFailedError(self.message, excs, [f for f in self.failures if id(f.error) in kept])
+
+    @classmethod
+    def from_failures(cls, failures: Sequence[RecordFailure], total: int) -> DeliveryFailedError:
+        """One group for ``failures`` out of ``total`` records; the message names each
+        partition and error with its record count."""
+        errors: dict[int, Exception] = {}
+        counts: dict[tuple[str, int, int], int] = {}
+        for f in failures:
+            err = f.error
+            if id(err) not in errors:
+                errors[id(err)] = err if isinstance(err, Exception) else KafkaError(repr(err))
+            key = (f.topic, f.partition, id(err))
+            counts[key] = counts.get(key, 0) + 1
+        parts = []
+        for (topic, partition, err_id), n in counts.items():
+            err = errors[err_id]
+            parts.append(
+                f"{topic}-{partition}: {type(err).__name__}: {err} ({n} record{'s' if n != 1 else ''})"
+            )
+        shown = "; ".join(parts[:10]) + (f"; and {len(parts) - 10} more" if len(parts) > 10 else "")
+        message = f"{len(failures)} of {total} record(s) not delivered: {shown}"
+        return cls(message, list(errors.values()), failures)
 
 
 # --------------------------------------------------------------------------------------

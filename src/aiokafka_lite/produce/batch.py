@@ -22,7 +22,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple, overload
 
 from aiokafka_lite import _backend
-from aiokafka_lite.errors import IllegalStateError, KafkaError
+from aiokafka_lite.errors import DeliveryFailedError, IllegalStateError
 from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.records import BatchBuilder
 
@@ -822,58 +822,6 @@ class RecordFailure(NamedTuple):
     topic: str
     partition: int
     error: BaseException
-
-
-class DeliveryFailedError(ExceptionGroup[Exception]):
-    """Some of the records waited for (``Producer.wait_all``) were not delivered.
-
-    ``exceptions`` holds each distinct delivery error once (records of one batch share
-    theirs), so ``except* NotEnoughReplicasError:`` works; ``failures`` lists every
-    failed record (:class:`RecordFailure`: position, topic, partition, error), in order.
-    """
-
-    failures: list[RecordFailure]
-
-    def __new__(
-        cls, message: str, exceptions: Sequence[Exception], failures: Sequence[RecordFailure] = ()
-    ) -> DeliveryFailedError:
-        self = super().__new__(cls, message, exceptions)
-        self.failures = list(failures)
-        return self
-
-    def __init__(
-        self, message: str, exceptions: Sequence[Exception], failures: Sequence[RecordFailure] = ()
-    ) -> None:
-        super().__init__(message, exceptions)
-
-    def derive(self, excs: Sequence[Exception]) -> DeliveryFailedError:  # type: ignore[override]
-        """The part of this group with ``excs`` (``except*``, ``split``): keeps the
-        failures those errors explain."""
-        # (ignore: the base's other overload takes BaseExceptions, never in an ExceptionGroup)
-        kept = {id(e) for e in excs}
-        return DeliveryFailedError(self.message, excs, [f for f in self.failures if id(f.error) in kept])
-
-    @classmethod
-    def from_failures(cls, failures: Sequence[RecordFailure], total: int) -> DeliveryFailedError:
-        """One group for ``failures`` out of ``total`` records; the message names each
-        partition and error with its record count."""
-        errors: dict[int, Exception] = {}
-        counts: dict[tuple[str, int, int], int] = {}
-        for f in failures:
-            err = f.error
-            if id(err) not in errors:
-                errors[id(err)] = err if isinstance(err, Exception) else KafkaError(repr(err))
-            key = (f.topic, f.partition, id(err))
-            counts[key] = counts.get(key, 0) + 1
-        parts = []
-        for (topic, partition, err_id), n in counts.items():
-            err = errors[err_id]
-            parts.append(
-                f"{topic}-{partition}: {type(err).__name__}: {err} ({n} record{'s' if n != 1 else ''})"
-            )
-        shown = "; ".join(parts[:10]) + (f"; and {len(parts) - 10} more" if len(parts) > 10 else "")
-        message = f"{len(failures)} of {total} record(s) not delivered: {shown}"
-        return cls(message, list(errors.values()), failures)
 
 
 def distinct_batches(handles: Iterable[RecordFuture]) -> list[ProducerBatch]:
