@@ -8,6 +8,9 @@ aiokafka_lite`` alone loads none of them.
 from __future__ import annotations
 
 import importlib
+import sys
+from importlib.machinery import ModuleSpec
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
@@ -72,3 +75,40 @@ def __getattr__(name: str) -> object:
 
 def __dir__() -> list[str]:
     return sorted([*globals(), *__all__])
+
+
+# Modules renamed, by their old name. ``aiokafka_lite/logging.py`` made a Python started
+# inside the package folder import it as the standard library's ``logging``; the old
+# dotted path stays valid (imports, ``dictConfig`` "class" strings) without such a file.
+_RENAMED_MODULES: dict[str, str] = {"aiokafka_lite.logging": "aiokafka_lite.log_handler"}
+
+
+if TYPE_CHECKING:
+    from importlib.abc import Loader as _Loader
+else:
+    _Loader = object  # importlib.abc costs ~30 ms to import; the import system needs no base
+
+
+class _RenamedModuleFinder(_Loader):
+    """Import hook (on ``sys.meta_path``) answering only for the old names above: importing
+    one imports the new module, on first use, and binds the old name to that same module."""
+
+    @staticmethod
+    def find_spec(fullname: str, path: object = None, target: object = None) -> ModuleSpec | None:
+        if fullname not in _RENAMED_MODULES:
+            return None
+        return ModuleSpec(fullname, _RenamedModuleFinder())
+
+    @staticmethod
+    def create_module(spec: ModuleSpec) -> None:
+        return None  # a placeholder module; exec_module swaps in the real one
+
+    @staticmethod
+    def exec_module(module: ModuleType) -> None:
+        # The import system returns whatever sys.modules holds under the name after
+        # exec_module, so the old name becomes the new module itself, untouched.
+        sys.modules[module.__name__] = importlib.import_module(_RENAMED_MODULES[module.__name__])
+
+
+if not any(isinstance(finder, _RenamedModuleFinder) for finder in sys.meta_path):
+    sys.meta_path.append(_RenamedModuleFinder())

@@ -3,7 +3,7 @@
 ::
 
     import logging
-    from aiokafka_lite.logging import KafkaHandler
+    from aiokafka_lite.log_handler import KafkaHandler
 
     logging.getLogger().addHandler(KafkaHandler("127.0.0.1:9092", "app-logs", acks=1))
     logging.getLogger("orders").info("order placed", extra={"order_id": 42})
@@ -11,7 +11,7 @@
 or from ``logging.config.dictConfig`` (keys other than ``class``, ``level``,
 ``formatter`` and ``filters`` are the constructor's keyword arguments)::
 
-    "handlers": {"kafka": {"class": "aiokafka_lite.logging.KafkaHandler",
+    "handlers": {"kafka": {"class": "aiokafka_lite.log_handler.KafkaHandler",
                            "bootstrap_servers": "127.0.0.1:9092", "topic": "app-logs",
                            "level": "INFO", "max_buffered": 10000, "linger_ms": 100}}
 
@@ -29,7 +29,7 @@ How it stays out of the application's way:
 * ``emit`` formats the record and appends it to a bounded buffer (``max_buffered``
   records): no I/O and no waiting, from any thread or from the event loop's. When the
   buffer is full the record is dropped and counted (``dropped``); a warning says how
-  many (at most once a second, on the ``aiokafka_lite.logging`` logger) and, once Kafka
+  many (at most once a second, on the ``aiokafka_lite.log_handler`` logger) and, once Kafka
   takes records again, a WARNING record on the topic itself tells its readers how many
   are missing (``extra.dropped``).
 * The records are produced by our ``Producer`` on a thread of the handler's own, with
@@ -54,6 +54,11 @@ How it stays out of the application's way:
 up, per ``delivery_timeout_ms``/``max_block_ms``), ``dropped`` and ``buffered`` are
 counters for monitoring. The handler is not fork-safe: create it in the process that
 logs.
+
+The module was called ``aiokafka_lite.logging``; that name, which let a Python started
+inside the package folder import it instead of the standard library's ``logging``, still
+works as an alias (``from aiokafka_lite.logging import KafkaHandler``, and
+``"class": "aiokafka_lite.logging.KafkaHandler"`` in ``dictConfig``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""aiokafka_lite.logging: the JSON format, KafkaHandler against a broker (embedded, or
+"""aiokafka_lite.log_handler: the JSON format, KafkaHandler against a broker (embedded, or
 Apache Kafka with ``--kafka=apache``) and against no broker at all."""
 
 from __future__ import annotations
@@ -9,18 +9,45 @@ import datetime as dt
 import json
 import logging
 import socket
+import subprocess
 import sys
 import textwrap
 import threading
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+import aiokafka_lite
 from aiokafka_lite import Consumer
 from aiokafka_lite.errors import ConfigError
-from aiokafka_lite.logging import JsonFormatter, KafkaHandler
+from aiokafka_lite.log_handler import JsonFormatter, KafkaHandler
+
+
+def test_no_module_of_the_package_shadows_the_standard_logging() -> None:
+    # A Python started inside the package folder has that folder first on sys.path: a
+    # logging.py there was imported as the standard library's logging.
+    package_dir = Path(aiokafka_lite.__file__).parent
+    assert not (package_dir / "logging.py").exists()
+    probe = "import logging.config, sys; print(logging.__file__); print(logging.config.dictConfig)"
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=package_dir, capture_output=True, text=True, check=True, timeout=60
+    )
+    assert Path(out.stdout.split()[0]).parent == Path(logging.__file__).parent
+
+
+def test_the_old_module_path_is_the_same_module() -> None:
+    import aiokafka_lite.logging
+    from aiokafka_lite.logging import KafkaHandler as OldPathHandler
+
+    import aiokafka_lite.log_handler
+
+    assert aiokafka_lite.logging is aiokafka_lite.log_handler
+    assert OldPathHandler is KafkaHandler
+    assert aiokafka_lite.log_handler.__spec__ is not None
+    assert aiokafka_lite.log_handler.__spec__.name == "aiokafka_lite.log_handler"
 
 
 class ListHandler(logging.Handler):
@@ -276,12 +303,14 @@ async def test_a_full_buffer_is_announced_on_the_topic(
     docs = [json.loads(r.value) for r in await read_topic(kafka_cluster.bootstrap, topic, 12)]
     assert [d["message"] for d in docs[:1]] == ["first"]
     notice = docs[1]
-    assert notice["level"] == "WARNING" and notice["logger"] == "aiokafka_lite.logging"
+    assert notice["level"] == "WARNING" and notice["logger"] == "aiokafka_lite.log_handler"
     assert notice["extra"] == {"dropped": 40} and "40 log record(s) dropped" in notice["message"]
     assert [d["message"] for d in docs[2:]] == [f"burst {i}" for i in range(10)]
 
 
 async def test_dict_config_and_the_flush_at_interpreter_exit(kafka_cluster: Any) -> None:
+    # The module's old dotted path, aiokafka_lite.logging, as configurations written
+    # before the rename spell it: still resolved, in a fresh interpreter.
     topic = f"logs-{uuid.uuid4().hex[:10]}"
     kafka_cluster.create_topic(topic, partitions=1)
     script = textwrap.dedent(
@@ -333,7 +362,7 @@ async def test_dict_config_replacing_the_handler_does_not_wait_for_its_thread(ka
                 "version": 1,
                 "disable_existing_loggers": False,
                 "handlers": {{"kafka": {{
-                    "class": "aiokafka_lite.logging.KafkaHandler",
+                    "class": "aiokafka_lite.log_handler.KafkaHandler",
                     "bootstrap_servers": {kafka_cluster.bootstrap!r},
                     "topic": {topic!r},
                     "flush_timeout_ms": 3_600_000,
@@ -438,7 +467,7 @@ async def test_a_stopped_broker_never_blocks_and_delivery_resumes(
     messages = [d["message"] for d in docs]
     assert messages[0] == "before" and messages[-1] == "after"
     # Each batch taken after drops starts with a notice of how many.
-    notices = [d for d in docs if d["logger"] == "aiokafka_lite.logging"]
+    notices = [d for d in docs if d["logger"] == "aiokafka_lite.log_handler"]
     assert notices and sum(d["extra"]["dropped"] for d in notices) == dropped
     assert sent - len(notices) + dropped == 2002
     kept = [int(m.rsplit(" ", 1)[1]) for m in messages if m.startswith("while stopped")]
