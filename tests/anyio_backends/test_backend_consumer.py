@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
+
 import anyio
+import anyio.lowlevel
 import pytest
 
 from aiokafka_lite import Consumer
@@ -76,3 +79,50 @@ async def test_close_while_fetching_leaves_no_task(
     assert consumer._client.closed
     assert client_tasks_running() == []
     assert unretrieved.check() == []
+
+
+async def test_async_for_over_buffered_records_lets_other_tasks_run(
+    anyio_backend: str, threaded_cluster: ThreadedCluster
+) -> None:
+    """While ``async for`` serves buffered records to a body that never awaits, another
+    task still gets turns (counted in records handed out between its turns: without the
+    consumer's own yields it gets none until the buffer is empty)."""
+    bootstrap = threaded_cluster.bootstrap
+    topic = f"fair-{anyio_backend}"
+    n = 100_000
+    await fill_topic(bootstrap, topic, 1, n)
+    tp = TP(topic, 0)
+    turns = 0
+
+    async def tick() -> None:
+        nonlocal turns
+        while True:
+            turns += 1
+            await anyio.lowlevel.checkpoint()
+
+    big = {
+        "max_buffered_bytes": 256 << 20,
+        "fetch_max_bytes": 64 << 20,
+        "max_partition_fetch_bytes": 64 << 20,
+    }
+    async with Consumer(bootstrap, auto_offset_reset="earliest", **big, **FAST) as consumer:
+        consumer.assign([tp])
+        fetcher = consumer.fetcher
+        assert fetcher is not None
+        with anyio.fail_after(60):  # every record buffered before the loop starts
+            while (last := fetcher.buffer.last(tp)) is None or last.next_fetch_offset < n:  # noqa: ASYNC110 - the buffer has no event to wait on
+                await anyio.sleep(0.01)
+        turns_at: list[int] = []
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(tick)
+            async for record in consumer:
+                turns_at.append(turns)
+                if record.offset == n - 1:
+                    break
+            tg.cancel_scope.cancel()
+    longest = run = 0
+    for prev, cur in itertools.pairwise(turns_at):
+        run = run + 1 if cur == prev else 0
+        longest = max(longest, run)
+    assert turns_at[-1] - turns_at[0] >= 5
+    assert longest < 20_000, longest
