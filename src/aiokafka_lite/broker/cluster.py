@@ -59,7 +59,8 @@ class EmbeddedCluster:
     counts to create at start. ``sasl_users`` (username -> password) turns on SASL
     (PLAIN and SCRAM-SHA-256/512 by default) on every listener; ``ssl_context`` (a server
     context) turns on TLS. ``data_dir`` makes logs and metadata persist across restarts
-    (see ``broker.storage`` for the fsync policy).
+    (see ``broker.storage`` for the fsync policy). ``advertised_ports`` (one per broker)
+    are the ports Metadata tells clients, when they must connect through a proxy.
     """
 
     def __init__(
@@ -79,11 +80,14 @@ class EmbeddedCluster:
         config: BrokerConfig | None = None,
         cluster_id: str | None = None,
         racks: Sequence[str | None] | None = None,
+        advertised_ports: Sequence[int] | None = None,
     ) -> None:
         if brokers < 1:
             raise ConfigError("a cluster needs at least one broker")
         if racks is not None and len(racks) != brokers:
             raise ConfigError("racks must name one rack (or None) per broker")
+        if advertised_ports is not None and len(advertised_ports) != brokers:
+            raise ConfigError("advertised_ports must give one port per broker")
         self.config = config or BrokerConfig(
             auto_create_topics=auto_create_topics, default_partitions=default_partitions
         )
@@ -113,6 +117,7 @@ class EmbeddedCluster:
                     port=port + i if port else 0,
                     ssl_context=ssl_context,
                     sasl=self._sasl,
+                    advertised_port=advertised_ports[i] if advertised_ports else None,
                 )
             )
         self._started = False

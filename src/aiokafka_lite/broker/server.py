@@ -107,6 +107,7 @@ class BrokerServer:
         port: int = 0,
         ssl_context: ssl.SSLContext | None = None,
         sasl: SaslSettings | None = None,
+        advertised_port: int | None = None,
     ) -> None:
         self.node_id = node_id
         self.state = state
@@ -116,6 +117,9 @@ class BrokerServer:
         self.port = port
         self.ssl_context = ssl_context
         self.sasl = sasl
+        # The port Metadata gives clients, when they must reach the broker through
+        # something in between (a test's proxy); the listening port otherwise.
+        self.advertised_port = advertised_port
         self._server: asyncio.Server | None = None
         self._sweeper: asyncio.Task[None] | None = None
         self.connections: set[_Connection] = set()
@@ -138,7 +142,7 @@ class BrokerServer:
         sock = self._server.sockets[0]
         self.port = sock.getsockname()[1]  # keep it: a restart binds the same port
         info = self.state.brokers[self.node_id]
-        info.host, info.port = self.host, self.port
+        info.host, info.port = self.host, self.advertised_port or self.port
         if mark_alive:
             self.state.set_broker_alive(self.node_id, True)
         self._sweeper = loop.create_task(self._sweep_idle(), name=f"kafka-broker-{self.node_id}-idle")

@@ -294,6 +294,7 @@ class ApacheNode:
         controller_port: int,
         heap: str,
         internal_port: int | None = None,
+        advertised_port: int | None = None,
     ) -> None:
         self.node_id = node_id
         self.dir = workdir / f"node-{node_id}"
@@ -304,6 +305,9 @@ class ApacheNode:
         self.port = port
         self.controller_port = controller_port
         self.internal_port = internal_port
+        # What Metadata tells clients (a test proxy's port); replication and the
+        # launcher's admin client use the INTERNAL listener then, never the proxy.
+        self.advertised_port = advertised_port
         self._classpath = classpath
         self._heap = heap
         self._proc: subprocess.Popen[bytes] | None = None
@@ -328,12 +332,13 @@ class ApacheNode:
     def write_config(self, quorum: str, configs: Mapping[str, str], security: _Security) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         controller = f"CONTROLLER://{self.host}:{self.controller_port}"
-        if security.secured:
+        if self.internal_port is not None:
             client = f"CLIENT://{self.host}:{self.port}"
+            advertised = f"CLIENT://{self.host}:{self.advertised_port or self.port}"
             internal = f"INTERNAL://{self.host}:{self.internal_port}"
             listeners = {
                 "listeners": f"{client},{internal},{controller}",
-                "advertised.listeners": f"{client},{internal}",
+                "advertised.listeners": f"{advertised},{internal}",
                 "inter.broker.listener.name": "INTERNAL",
                 "listener.security.protocol.map": (
                     f"CLIENT:{security.protocol},INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT"
@@ -465,7 +470,9 @@ class ApacheCluster:
     (PEM; an unencrypted key) makes the client listener speak TLS and ``sasl_users``
     (user -> password) SASL (PLAIN and SCRAM-SHA-256/512 unless ``sasl_mechanisms`` says
     otherwise), like ``EmbeddedCluster``'s ``ssl_context``/``sasl_users``; replication
-    and the launcher's own admin client then use a second, plaintext listener. The control methods are
+    and the launcher's own admin client then use a second, plaintext listener, as they do
+    when ``advertised_ports`` (one per broker) make Metadata send clients to other ports
+    (a test proxy in front of each broker). The control methods are
     synchronous (they block on an admin client running on a private thread), so they
     work from sync and async tests alike; the ``async`` broker lifecycle methods mirror
     ``EmbeddedCluster``'s.
@@ -484,9 +491,13 @@ class ApacheCluster:
         tls: tuple[str | os.PathLike[str], str | os.PathLike[str]] | None = None,
         sasl_users: Mapping[str, str] | None = None,
         sasl_mechanisms: Sequence[str] = _SASL_MECHANISMS,
+        advertised_ports: Sequence[int] | None = None,
     ) -> None:
         if brokers < 1:
             raise ApacheKafkaError("a cluster needs at least one broker")
+        if advertised_ports is not None and len(advertised_ports) != brokers:
+            raise ApacheKafkaError("advertised_ports must give one port per broker")
+        self._advertised_ports = tuple(advertised_ports) if advertised_ports is not None else None
         unknown = sorted(set(sasl_mechanisms) - set(_SASL_MECHANISMS))
         if sasl_users is not None and unknown:
             raise ApacheKafkaError(f"unsupported SASL mechanisms {unknown} (choose from {_SASL_MECHANISMS})")
@@ -533,7 +544,10 @@ class ApacheCluster:
                     port=_free_port(self.host),
                     controller_port=_free_port(self.host),
                     heap=self._heap,
-                    internal_port=_free_port(self.host) if security.secured else None,
+                    internal_port=_free_port(self.host)
+                    if security.secured or self._advertised_ports is not None
+                    else None,
+                    advertised_port=self._advertised_ports[i] if self._advertised_ports else None,
                 )
             )
         quorum = ",".join(f"{n.node_id}@{n.host}:{n.controller_port}" for n in self.nodes)

@@ -29,6 +29,13 @@ Fixtures:
     ``kafka_threaded_cluster_factory(**kwargs) -> ThreadedCluster``: a cluster for tests
     with blocking clients (``tc.bootstrap``, ``tc.call(lambda c: c.high_watermark(...))``,
     ``tc.run(lambda c: c.stop_broker(2))``). Embedded or Apache, like the factory above.
+``kafka_blackhole``
+    A one-broker cluster reachable only through a ``BlackholeProxy``
+    (``aiokafka_lite.testing.proxy``): ``.bootstrap``, ``.proxy`` (``.blackhole()``,
+    ``.restore()``, ``.reset_connections()``) and ``.create_topic(name, partitions=1)``.
+    Embedded: a fresh broker per test. ``--kafka=apache``: one Apache Kafka node for the
+    session behind its own proxy; after each test the network is restored and the
+    test's topics and groups are deleted.
 ``apache_kafka``
     The session's one-node ``ApacheCluster``, whatever ``--kafka`` says: for tests that
     compare against the real broker in every run (the differential suite). Topics and
@@ -57,10 +64,12 @@ import pytest
 if TYPE_CHECKING:
     from aiokafka_lite.broker.cluster import EmbeddedCluster
     from aiokafka_lite.testing.apache import ApacheCluster
+    from aiokafka_lite.testing.proxy import ProxiedKafka
     from aiokafka_lite.testing.threaded import ThreadedCluster
 
 __all__ = [
     "apache_kafka",
+    "kafka_blackhole",
     "kafka_bootstrap",
     "kafka_cluster",
     "kafka_cluster_factory",
@@ -117,6 +126,7 @@ _KAFKA_FIXTURES = frozenset(
         "kafka_cluster",
         "kafka_cluster_factory",
         "kafka_threaded_cluster_factory",
+        "kafka_blackhole",
         "apache_kafka",
     }
 )
@@ -177,6 +187,34 @@ def apache_kafka(_apache_kafka_session: ApacheCluster) -> Iterator[ApacheCluster
         yield _apache_kafka_session
     finally:
         _apache_kafka_session.reset()
+
+
+@pytest.fixture(scope="session")
+def _apache_blackhole_session(pytestconfig: pytest.Config) -> Iterator[ProxiedKafka]:
+    """One Apache Kafka node behind a BlackholeProxy for the session, started on first use."""
+    from aiokafka_lite.testing.proxy import apache_behind_proxy
+
+    with apache_behind_proxy(str(pytestconfig.getoption("--kafka-version"))) as kafka:
+        yield kafka
+
+
+@pytest.fixture
+def kafka_blackhole(request: pytest.FixtureRequest) -> Iterator[ProxiedKafka]:
+    """A one-broker cluster that clients reach only through a BlackholeProxy."""
+    mode = _mode(request.config)
+    if mode == "apache":
+        kafka: ProxiedKafka = request.getfixturevalue("_apache_blackhole_session")
+        kafka.reset()
+        try:
+            yield kafka
+        finally:
+            kafka.reset()
+        return
+    _require_embedded(request.config)
+    from aiokafka_lite.testing.proxy import embedded_behind_proxy
+
+    with embedded_behind_proxy() as kafka:
+        yield kafka
 
 
 @pytest.fixture(scope="session")
