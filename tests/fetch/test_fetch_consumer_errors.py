@@ -256,3 +256,43 @@ async def test_deserializer_failure_positions_at_record(kafka_cluster: EmbeddedC
         assert await consumer.position(T0) == 3
         consumer.seek(T0, 4)
         assert [r.value for r in await take(consumer, 2)] == ["t-0-4", "t-0-5"]
+
+
+async def test_deserializer_failure_message_says_how_to_skip_and_the_iterator_goes_on(
+    kafka_cluster: EmbeddedCluster,
+) -> None:
+    """The error names the partition and offset and the exact seek that skips the record;
+    until then every step raises it again (``async for`` and ``getmany``); after the seek
+    the same iterator hands out everything but that one record."""
+    tp = TopicPartition("t", 1)
+    kafka_cluster.create_topic("t", 2)
+    await fill(kafka_cluster.bootstrap, {tp: 8}, batch=4)
+
+    def picky(v: bytes) -> str:
+        if v == b"t-1-5":
+            raise ValueError("not a t-1 value")
+        return v.decode()
+
+    async with Consumer(
+        kafka_cluster.bootstrap, auto_offset_reset="earliest", value_deserializer=picky, **FAST
+    ) as consumer:
+        consumer.assign([tp])
+        it = aiter(consumer)
+        seen = [(await anext(it)).offset for _ in range(5)]
+        for _ in range(2):  # the position stays at the record: raised again
+            with pytest.raises(E.RecordDeserializationError) as info:
+                await anext(it)
+            err = info.value
+            assert (err.topic, err.partition, err.offset) == ("t", 1, 5)
+            assert "consumer.seek(TopicPartition('t', 1), 6)" in str(err)
+            assert "offset 5" in str(err) and "not a t-1 value" in str(err)
+        with pytest.raises(E.RecordDeserializationError):
+            await consumer.getmany(timeout_ms=1000)
+        assert await consumer.position(tp) == 5
+        consumer.seek(tp, err.offset + 1)
+        async with asyncio.timeout(10):
+            async for record in it:
+                seen.append(record.offset)
+                if record.offset == 7:
+                    break
+    assert seen == [0, 1, 2, 3, 4, 6, 7]

@@ -239,7 +239,9 @@ class CompletedFetch:
                 # Hand out what precedes the failing record, then raise with the
                 # position at it; everything after it is dropped (refetched after a seek).
                 self.error = RecordDeserializationError(
-                    f"{topic}-{partition}: cannot deserialize record at offset {r.offset}: {exc!r}",
+                    f"{topic}-{partition}: cannot deserialize the record at offset {r.offset}: {exc!r}. "
+                    "The position stays at this record and every later call raises this error; "
+                    f"to skip the record: consumer.seek(TopicPartition({topic!r}, {partition}), {r.offset + 1})",
                     topic,
                     partition,
                     r.offset,
