@@ -169,6 +169,7 @@ class GroupCoordinator:
         self._main_task: asyncio.Task[None] | None = None
         self._hb_task: asyncio.Task[None] | None = None
         self._inflight: asyncio.Future[Any] | None = None
+        self._step: Action | None = None  # the action being executed (named when close times out)
         self._closing = False
         self._closed = False
         self._close_done: asyncio.Future[None] | None = None
@@ -269,11 +270,14 @@ class GroupCoordinator:
                 await self._stop_task(self._main_task, timeout_ms)
             if self._main_task is not None:
                 actions = self._m.close(self._now())
+                self._step = None
                 try:
                     async with _backend.timeout(max(deadline - self._now(), 1) / 1000):
                         await self._execute(actions)
                 except (TimeoutError, KafkaError) as exc:
-                    log.warning("group %s: close did not complete cleanly: %r", self.group_id, exc)
+                    log.warning(
+                        "group %s: close: %s", self.group_id, self._unfinished_close_step(exc, timeout_ms)
+                    )
             else:
                 self._m.close(self._now())
             if self._hb_task is not None:
@@ -283,6 +287,36 @@ class GroupCoordinator:
             self._closed = True
             self._app_idle.set()
             self._close_done.set_result(None)
+
+    def _unfinished_close_step(self, exc: BaseException, timeout_ms: float) -> str:
+        """Which step of ``close`` did not finish, and what that means for the application."""
+        step = self._step
+        why = (
+            f"did not complete within the close timeout of {timeout_ms:.0f} ms"
+            if isinstance(exc, TimeoutError)
+            else f"failed: {exc!r}"
+        )
+        if isinstance(step, CommitOffsets):
+            offsets = self._sub.consumed_offsets()
+            if step.partitions is not None:
+                offsets = {tp: o for tp, o in offsets.items() if tp in step.partitions}
+            listed = ", ".join(f"{tp.topic}-{tp.partition}@{om.offset}" for tp, om in sorted(offsets.items()))
+            return (
+                f"committing the offsets of the records consumed ({listed}) {why}: these offsets were "
+                "NOT committed; the records after the group's last commit will be delivered again"
+            )
+        if isinstance(step, InvokeListener):
+            return (
+                f"the on_partitions_{step.kind} listener for {len(step.partitions)} partitions {why}; "
+                "it was cancelled, and what it had not done (a commit, say) is not done"
+            )
+        if step is not None and "Leave" in type(step).__name__:  # SendLeaveGroup, SendLeaveHeartbeat
+            return (
+                f"leaving the group {why}: the broker removes this member only when its session "
+                "times out; until then its partitions are not given to other members"
+            )
+        name = type(step).__name__ if step is not None else "stopping the group's tasks"
+        return f"{name} {why}"
 
     async def _stop_task(self, task: asyncio.Task[None], grace_ms: float) -> None:
         if asyncio._get_running_loop() is None:
@@ -455,6 +489,7 @@ class GroupCoordinator:
                 else:
                     self._app_idle.set()
                 action = queue.popleft()
+                self._step = action
                 more = await self._do(action)
                 queue.extend(more)
         finally:
@@ -609,7 +644,12 @@ class GroupCoordinator:
                         return []
                     raise
                 except KafkaError as exc:
-                    log.warning("group %s: automatic offset commit failed: %s", self.group_id, exc)
+                    log.warning(
+                        "group %s: automatic offset commit failed: %s (not committed: unless a later "
+                        "commit succeeds, the records after the last commit will be delivered again)",
+                        self.group_id,
+                        exc,
+                    )
             return []
 
         if isinstance(action, RemovePartitions):
