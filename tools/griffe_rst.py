@@ -8,10 +8,16 @@ them while the API is loaded (``mkdocs.yml``: ``extensions: [tools/griffe_rst.py
 
 * ``Text::`` + an indented block -> ``Text:`` + a fenced code block;
 * ``:role:`~pkg.mod.Name``` -> ```Name```, ``:role:`target``` -> ```target```.
+
+It also shows options declared with ``aiokafka_lite.config.option(default, doc, ...)`` as
+what they are: an attribute whose value is the default and whose docstring is ``doc``.
+Without that, the option classes' signatures showed every ``option(...)`` call in full
+(validators and all), screens of source instead of a list of options.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 import textwrap
 from typing import Any
@@ -69,8 +75,40 @@ def rst_to_markdown(text: str) -> str:
     return "\n".join(out)
 
 
+def _option_call(value: Any) -> griffe.ExprCall | None:
+    if isinstance(value, griffe.ExprCall) and str(value.function) == "option":
+        return value
+    return None
+
+
+def _unquote(text: str) -> str:
+    try:
+        literal = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+    return literal if isinstance(literal, str) else text
+
+
 class RstToMarkdown(griffe.Extension):
-    """Rewrites every docstring as it is loaded."""
+    """Rewrites every docstring as it is loaded, and option declarations as attributes."""
+
+    def on_attribute_instance(self, *, node: Any, attr: griffe.Attribute, agent: Any, **kwargs: Any) -> None:
+        call = _option_call(attr.value)
+        if call is None:
+            return
+        positional = [arg for arg in call.arguments if not isinstance(arg, griffe.ExprKeyword)]
+        keywords = {arg.name: arg.value for arg in call.arguments if isinstance(arg, griffe.ExprKeyword)}
+        if "default_factory" in keywords:
+            attr.value = f"{keywords['default_factory']}()"
+        elif positional:
+            attr.value = positional[0]
+        else:
+            attr.value = None  # required: no default
+        doc = positional[1] if len(positional) > 1 else keywords.get("doc")
+        if doc is not None:
+            attr.docstring = griffe.Docstring(
+                rst_to_markdown(_unquote(str(doc))), parent=attr, lineno=attr.lineno
+            )
 
     def on_instance(self, *, node: Any, obj: griffe.Object, agent: Any, **kwargs: Any) -> None:
         if obj.docstring is not None:
