@@ -41,6 +41,13 @@ Fixtures:
     compare against the real broker in every run (the differential suite). Topics and
     groups are deleted after each test that used it.
 
+``kafka_cluster`` and ``kafka_cluster_factory`` are async: use them from a test run by
+pytest-asyncio (``@pytest.mark.asyncio``, strict or auto mode, no configuration needed)
+or by anyio's plugin (``@pytest.mark.anyio``). The embedded broker runs on asyncio only:
+on trio they fail saying so; ``kafka_bootstrap`` and ``kafka_threaded_cluster_factory``
+work on any backend. ``--kafka=container`` with no Docker daemon reachable is a usage
+error that says so, before any test runs.
+
 Options: ``--kafka-version`` picks the Apache Kafka release (``latest``, ``4.0`` or a
 full version; default: the newest pinned one). Kafka is fetched with Maven on first use
 (Java 17+ and Maven needed; a missing one is a test error that says so, never a skip).
@@ -53,6 +60,7 @@ exactly the tests that talk to a broker through the fixtures. In other modes the
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -134,8 +142,12 @@ _KAFKA_FIXTURES = frozenset(
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """With --kafka=apache, keep only the tests that reach a broker through the fixtures
-    and do not need the embedded broker's control API."""
-    if _mode(config) != "apache":
+    and do not need the embedded broker's control API. With --kafka=container, check
+    first that Docker answers when a test needs Kafka."""
+    mode = _mode(config)
+    if mode == "container" and any(_KAFKA_FIXTURES & set(getattr(i, "fixturenames", ())) for i in items):
+        _require_docker_daemon()
+    if mode != "apache":
         return
     keep: list[pytest.Item] = []
     dropped: list[pytest.Item] = []
@@ -159,6 +171,48 @@ def _require_embedded(config: pytest.Config) -> None:
     mode = _mode(config)
     if mode != "embedded":
         pytest.skip(f"needs the embedded Kafka cluster (this session uses {mode} Kafka)")
+
+
+# -- async fixtures under pytest-asyncio (any mode) and anyio's plugin --------------------
+#
+# An async fixture must run in the event loop of the test that uses it, and the plugin
+# that runs the test decides which loop that is. pytest-asyncio in strict mode (its
+# default) runs only fixtures declared with pytest_asyncio.fixture, and runs those on its
+# own loop even for an anyio test; anyio's plugin runs plain async fixtures in the loop of
+# a test that takes ``anyio_backend``. So each async fixture has one variant per runner,
+# and the public fixture (sync) picks the variant of the test's runner.
+
+
+def _pytest_asyncio_fixture(func: Callable[..., Any]) -> Any:
+    """A fixture that pytest-asyncio runs in the test's loop (function scope, the
+    default loop of a ``@pytest.mark.asyncio`` test) in strict and auto mode alike."""
+    try:
+        import pytest_asyncio
+    except ImportError:  # never requested then: see _in_test_loop
+        return pytest.fixture(func)
+    return pytest_asyncio.fixture(func, loop_scope="function")
+
+
+def _in_test_loop(request: pytest.FixtureRequest, fixture: str) -> str:
+    """The variant of the async ``fixture`` that runs in the requesting test's loop."""
+    if "anyio_backend" in request.fixturenames:
+        backend = request.getfixturevalue("anyio_backend_name")
+        if backend != "asyncio":
+            pytest.fail(
+                f"{fixture}: the embedded Kafka broker runs on asyncio only, and this test runs on "
+                f"{backend}. Use kafka_bootstrap or kafka_threaded_cluster_factory (a cluster on a "
+                "thread of its own, for any backend), or run the test on anyio's asyncio backend.",
+                pytrace=False,
+            )
+        return f"_{fixture}_on_anyio"
+    if request.node.get_closest_marker("asyncio") is not None:
+        return f"_{fixture}_on_pytest_asyncio"
+    pytest.fail(
+        f"{fixture} is an async fixture: request it from an async test run by pytest-asyncio "
+        "(@pytest.mark.asyncio) or by anyio (@pytest.mark.anyio). For a synchronous test, use "
+        "kafka_bootstrap or kafka_threaded_cluster_factory.",
+        pytrace=False,
+    )
 
 
 @pytest.fixture(scope="session")
@@ -215,6 +269,28 @@ def kafka_blackhole(request: pytest.FixtureRequest) -> Iterator[ProxiedKafka]:
 
     with embedded_behind_proxy() as kafka:
         yield kafka
+
+
+def _require_docker_daemon() -> None:
+    """A usage error that names the cause when --kafka=container cannot reach Docker (with
+    the Docker client testcontainers itself would use), rather than a client error per test."""
+    try:
+        from testcontainers.core.docker_client import DockerClient
+    except ImportError as e:
+        raise pytest.UsageError(
+            f"--kafka=container needs the testcontainers package ({e}): pip install testcontainers, "
+            "or use --kafka=embedded / --kafka=apache"
+        ) from e
+    try:
+        DockerClient().client.ping()
+    except Exception as e:  # docker.errors.DockerException, requests' errors: all mean the same here
+        where = (
+            f"DOCKER_HOST={os.environ['DOCKER_HOST']}" if os.environ.get("DOCKER_HOST") else "default socket"
+        )
+        raise pytest.UsageError(
+            f"--kafka=container: no Docker daemon reachable ({where}: {e}): start Docker, "
+            "or use --kafka=embedded / --kafka=apache"
+        ) from e
 
 
 @pytest.fixture(scope="session")
@@ -274,19 +350,36 @@ def kafka_bootstrap(request: pytest.FixtureRequest) -> Iterator[str]:
 
 
 @pytest.fixture
-async def kafka_cluster(request: pytest.FixtureRequest) -> AsyncIterator[EmbeddedCluster]:
+def kafka_cluster(request: pytest.FixtureRequest) -> EmbeddedCluster:
     """A fresh one-broker embedded cluster in the test's event loop, or with
     ``--kafka=apache`` the session's Apache Kafka (typed as the embedded cluster so that
     tests keep their types; at run time it is an ``ApacheCluster``)."""
     if _mode(request.config) == "apache":
-        apache = request.getfixturevalue("apache_kafka")
         # The handle offers EmbeddedCluster's portable subset and says so when asked for more.
-        yield apache
-        return
+        apache: EmbeddedCluster = request.getfixturevalue("apache_kafka")
+        return apache
     _require_embedded(request.config)
+    cluster: EmbeddedCluster = request.getfixturevalue(_in_test_loop(request, "kafka_cluster"))
+    return cluster
+
+
+@contextlib.asynccontextmanager
+async def _embedded_cluster() -> AsyncIterator[EmbeddedCluster]:
     from aiokafka_lite.broker.cluster import EmbeddedCluster
 
     async with EmbeddedCluster(brokers=1) as cluster:
+        yield cluster
+
+
+@_pytest_asyncio_fixture
+async def _kafka_cluster_on_pytest_asyncio() -> AsyncIterator[EmbeddedCluster]:
+    async with _embedded_cluster() as cluster:
+        yield cluster
+
+
+@pytest.fixture
+async def _kafka_cluster_on_anyio() -> AsyncIterator[EmbeddedCluster]:
+    async with _embedded_cluster() as cluster:
         yield cluster
 
 
@@ -294,8 +387,30 @@ ClusterFactory = Callable[..., Awaitable["EmbeddedCluster"]]
 
 
 @pytest.fixture
-async def kafka_cluster_factory(pytestconfig: pytest.Config) -> AsyncIterator[ClusterFactory]:
+def kafka_cluster_factory(request: pytest.FixtureRequest) -> ClusterFactory:
     """``await factory(**EmbeddedCluster kwargs)``: started clusters, closed at teardown."""
+    if _mode(request.config) != "apache":
+        _require_embedded(request.config)
+    factory: ClusterFactory = request.getfixturevalue(_in_test_loop(request, "kafka_cluster_factory"))
+    return factory
+
+
+@_pytest_asyncio_fixture
+async def _kafka_cluster_factory_on_pytest_asyncio(
+    pytestconfig: pytest.Config,
+) -> AsyncIterator[ClusterFactory]:
+    async with _cluster_factory(pytestconfig) as factory:
+        yield factory
+
+
+@pytest.fixture
+async def _kafka_cluster_factory_on_anyio(pytestconfig: pytest.Config) -> AsyncIterator[ClusterFactory]:
+    async with _cluster_factory(pytestconfig) as factory:
+        yield factory
+
+
+@contextlib.asynccontextmanager
+async def _cluster_factory(pytestconfig: pytest.Config) -> AsyncIterator[ClusterFactory]:
     if _mode(pytestconfig) == "apache":
         version = str(pytestconfig.getoption("--kafka-version"))
         started: list[ApacheCluster] = []
@@ -313,7 +428,6 @@ async def kafka_cluster_factory(pytestconfig: pytest.Config) -> AsyncIterator[Cl
             for ac in reversed(started):
                 await ac.__aexit__(None, None, None)
         return
-    _require_embedded(pytestconfig)
     from aiokafka_lite.broker.cluster import EmbeddedCluster
 
     clusters: list[EmbeddedCluster] = []
