@@ -3,7 +3,7 @@
 ::
 
     async with ShareConsumer("127.0.0.1:9092", group_id="jobs", topics=["jobs"]) as consumer:
-        async for record in consumer:          # implicit mode: accepted by the next poll
+        async for record in consumer:          # implicit mode: accepted once the next is taken
             await handle(record)
 
     async with ShareConsumer(..., acknowledgement_mode="explicit") as consumer:
@@ -34,8 +34,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -67,6 +68,26 @@ log = logging.getLogger(__name__)
 _IDLE_RECHECK_S: Final = 1.0
 _ACQUIRE_MODES: Final = {"batch_optimized": 0, "record_limit": 1}
 _LEADER_ERRORS: Final = frozenset({3, 6, 100})  # UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER, UNKNOWN_TOPIC_ID
+# Fairness of ``async for`` over buffered records (as ``Consumer.__anext__``): other tasks
+# get a turn once this long has passed since the last one, the clock read at check points
+# spaced to about _CHECK_SPACING_S of the caller's time, at most _MAX_CHECK_EVERY apart.
+_YIELD_INTERVAL_S: Final = 0.002
+_CHECK_SPACING_S: Final = 0.0005
+_MAX_CHECK_EVERY: Final = 256
+# Options of other clients that are group configs for a share group: (what it is, an example value).
+_GROUP_CONFIG_OPTIONS: Final = {
+    "auto_offset_reset": (
+        "share.auto.offset.reset",
+        "'latest' (the default: only records written after the group's first fetch), 'earliest', "
+        "or 'by_duration:<ISO-8601 duration>' (e.g. 'by_duration:PT1H')",
+        "earliest",
+    ),
+    "isolation_level": (
+        "share.isolation.level",
+        "'read_uncommitted' (the default) or 'read_committed'",
+        "read_committed",
+    ),
+}
 
 AcknowledgementCallback = Callable[[AckResult], None]
 
@@ -102,6 +123,15 @@ class ShareConsumer:
         on_acknowledgement: AcknowledgementCallback | None = None,
         **options: Any,
     ) -> None:
+        for name, (group_config, values, example) in _GROUP_CONFIG_OPTIONS.items():
+            if name in options:
+                raise E.ConfigError(
+                    f"{name}: a share consumer has no such option; in a share group it is the group "
+                    f"config {group_config}: {values}. Set it once for the group with the admin client: "
+                    f"(await admin.incremental_alter_configs({{ConfigResource.group({group_id!r}): "
+                    f"{{{group_config!r}: {example!r}}}}})).raise_errors()  "
+                    "(from aiokafka_lite.admin import Admin, ConfigResource)"
+                )
         own_names = set(ShareConsumerConfig.option_names())
         client_names = set(ClientConfig.option_names())
         share_opts = {k: v for k, v in options.items() if k in own_names or k not in client_names}
@@ -154,6 +184,20 @@ class ShareConsumer:
             batch_size=self.config.max_poll_records,
             acquire_mode=_ACQUIRE_MODES[self.config.share_acquire_mode],
         )
+        # ``async for``: records taken from the buffer; [_idx:] not handed out yet, and
+        # [_settled:_idx] handed out but not yet marked delivered in the tracker (done in
+        # bulk by _settle before anything reads the tracker), so the fast path only moves
+        # an index. Below _stop no check is due (a fairness check point, or a crash).
+        self._recs: list[ShareRecord] = []
+        self._idx = 0
+        self._stop = 0
+        self._settled = 0
+        self._check_every = 1
+        self._check_base = 0
+        self._checked_at = self._yielded_at = time.monotonic()
+        #: The first unexpected exception of a background task (a bug): raised by every
+        #: poll and iteration step from then on, and reported by health().
+        self._crash: E.KafkaError | None = None
         self._started = False
         self._closing = False
         self._closed = False
@@ -199,6 +243,7 @@ class ShareConsumer:
         ``records_consumed`` counts records handed to the application; ``bytes_fetched``
         record bytes received in ShareFetch answers; ``acknowledged``/``acknowledge_failed``
         records whose acknowledgement the broker accepted or refused."""
+        self._settle()
         ms = self._membership
         delivered = dict(sorted(self._delivered_by_topic.items()))
         fetched = dict(sorted(self._bytes_by_topic.items()))
@@ -208,7 +253,7 @@ class ShareConsumer:
             "consumed_by_topic": delivered,
             "bytes_fetched": sum(fetched.values()),
             "fetched_bytes_by_topic": fetched,
-            "records_buffered": sum(len(recs) for _, recs in self._buffer),
+            "records_buffered": sum(len(recs) for _, recs in self._buffer) + len(self._recs) - self._idx,
             "acknowledged": self._records_acked,
             "acknowledge_failed": self._records_ack_failed,
             "assigned_partitions": len(ms.assignment),
@@ -230,7 +275,7 @@ class ShareConsumer:
             self._client.config.client_id,
             started=self._started,
             closed=self._closing or self._closed,
-            fatal=ms.fatal,
+            fatal=self._crash if self._crash is not None else ms.fatal,
             group_id=self.group_id,
             group_state=ms.state.value,
             assigned=frozenset(self.assignment()),
@@ -254,17 +299,48 @@ class ShareConsumer:
             self._arrived = _backend.event()
             self._assignment_changed = _backend.event()
         self._started = True
-        self._heartbeat_task = self._spawn(self._heartbeat_loop(), "share-heartbeat")
-        self._manager_task = self._spawn(self._manage_nodes(), "share-nodes")
+        self._heartbeat_task = self._spawn(self._heartbeat_loop, "share-heartbeat", "heartbeat task")
+        self._manager_task = self._spawn(self._manage_nodes, "share-nodes", "node manager task")
 
-    def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> Any:
-        if asyncio._get_running_loop() is not None:
-            return asyncio.create_task(coro, name=name)
+    def _spawn(self, loop: Callable[..., Coroutine[Any, Any, None]], name: str, what: str, *args: Any) -> Any:
+        """Run ``loop(*args)`` as a task of the client's task owner (which cancels and
+        awaits it when the client closes, if this consumer's ``close`` has not), its
+        crash recorded (``_crashed``)."""
         owner = self._client._owner
         if owner is None:
-            coro.close()
             raise E.ClosedError("the share consumer's client is not started")
-        return owner.spawn(coro, name)
+        return owner.spawn(self._guarded(loop, what, *args), name)
+
+    async def _guarded(self, loop: Callable[..., Coroutine[Any, Any, None]], what: str, *args: Any) -> None:
+        try:
+            await loop(*args)
+        except (asyncio.CancelledError, _backend.cancelled_exc()):
+            raise
+        except BaseException as exc:  # a bug: must not stop the task silently
+            self._crashed(what, exc)
+            raise
+
+    def _crashed(self, what: str, exc: BaseException) -> None:
+        """A background task died of an unexpected exception (a bug, not a Kafka error the
+        protocol handles), as ``groups.coordinator``'s ``_crashed``: logged once, kept as
+        the consumer's crash, which every ``poll`` and iteration step raises from now on
+        and ``health()`` reports. Without it the member would go on without that task (no
+        heartbeats, or no fetches) while the application polls in vain."""
+        if self._crash is not None:  # the first crash is the one to report (and log)
+            log.debug("share group %s: %s crashed too: %r", self.group_id, what, exc)
+        else:
+            log.error("share group %s: %s crashed", self.group_id, what, exc_info=exc)
+            crash = (
+                exc
+                if isinstance(exc, E.KafkaError)
+                else E.KafkaError(f"share consumer {what} crashed: {exc!r}")
+            )
+            if crash is not exc:
+                crash.__cause__ = exc
+            self._crash = crash
+            self._client.note_error(crash)
+        self._stop = self._idx  # the next iteration step takes the slow path, which raises it
+        self._arrived.set()
 
     async def __aenter__(self) -> ShareConsumer:
         await self.start()
@@ -276,7 +352,10 @@ class ShareConsumer:
     async def close(self, timeout_ms: float | None = None) -> None:
         """Acknowledge what was delivered (implicit mode: accept it; explicit mode: what the
         application decided, releasing the rest), release what was fetched but never
-        handed out, close the share sessions, then leave the group. Idempotent."""
+        handed out (by ``poll`` or by ``async for``: the group delivers it again, to
+        another member or a later one), close the share sessions, then leave the group.
+        Idempotent; may be called from another task (on trio, a consumer that created its
+        own client is closed by the task that started it)."""
         if _otel.enabled:
             _otel.end_iteration(self)  # the last record's process span (async for)
         if self._closed or self._closing:
@@ -289,6 +368,7 @@ class ShareConsumer:
         try:
             if self._started:
                 limit = (self.config.default_api_timeout_ms if timeout_ms is None else timeout_ms) / 1000
+                self._settle()
                 if not self.config.explicit:
                     self._tracker.accept_delivered()
                 self._release_buffer()
@@ -341,6 +421,9 @@ class ShareConsumer:
             self._membership.left()
 
     def _release_buffer(self) -> None:
+        """Forget the records not handed out (the iterator's rest included); the tracker
+        releases them (they are acquired and not delivered)."""
+        self._drop_chunk()
         for node_id, records in self._buffer:
             node = self._nodes.get(node_id)
             if node is not None:
@@ -350,42 +433,123 @@ class ShareConsumer:
 
     # ------------------------------------------------------------------ consuming
 
-    def __aiter__(self) -> AsyncIterator[ShareRecord]:
-        return self._iterate()
+    def __aiter__(self) -> ShareConsumer:
+        return self
 
-    async def _iterate(self) -> AsyncIterator[ShareRecord]:
-        while not self._closing:
-            for record in await self.poll():
-                if _otel.enabled:  # the record's process span, current in the loop body
-                    _otel.begin_iteration(self, record)
-                yield record
-                if _otel.enabled:
-                    _otel.end_iteration(self)
+    async def __anext__(self) -> ShareRecord:
+        """The next record, one at a time from the records the consumer holds.
+
+        A record counts as delivered once this returns it: in implicit mode it is then
+        accepted when the iterator takes the next batch, or by ``poll``, ``commit`` or
+        ``close``. Records taken but not handed out yet stay with the consumer: leaving
+        the loop (``break``, an exception, a cancelled or timed-out step) hands them to
+        the next ``async for`` or ``poll`` of this consumer, and ``close()`` releases them
+        to the group; none is accepted unseen. A cancelled step takes nothing, and the
+        iterator keeps working after it. Explicit mode: the records handed out must be
+        acknowledged before the iterator takes the next batch (IllegalStateError).
+        Buffered records are served with a turn for the event loop's other tasks every
+        few milliseconds."""
+        i = self._idx
+        if i < self._stop and not _otel.enabled:
+            self._idx = i + 1
+            return self._recs[i]
+        if _otel.enabled and (tracing := _otel.of(self)) is not None:
+            return await tracing.next_record(self, self._next_record)
+        return await self._next_record()
+
+    async def _next_record(self) -> ShareRecord:
+        """``__anext__`` without tracing: the slow path (a check point, a new batch)."""
+        while True:
+            if self._crash is not None:
+                raise self._crash
+            i = self._idx
+            if i < len(self._recs):
+                if i >= self._stop:  # a check point: yield *before* taking a record
+                    if self._turn_due(i):
+                        await self._take_turn()
+                        continue  # a close or a poll may have run meanwhile
+                    self._stop = min(len(self._recs), i + self._check_every)
+                self._idx = i + 1
+                return self._recs[i]
+            if self._closing or self._closed:
+                raise StopAsyncIteration
+            await self._refill()
+
+    def _turn_due(self, idx: int) -> bool:
+        """At a check point: read the clock, space the next check points after the
+        caller's measured time per record, and say whether other tasks are due a turn."""
+        now = time.monotonic()
+        handed = idx - self._check_base
+        elapsed = now - self._checked_at
+        self._checked_at = now
+        self._check_base = idx
+        if handed > 0:
+            every = int(_CHECK_SPACING_S * handed / elapsed) if elapsed > 0 else _MAX_CHECK_EVERY
+            self._check_every = max(1, min(every, _MAX_CHECK_EVERY))
+        return now - self._yielded_at >= _YIELD_INTERVAL_S
+
+    async def _take_turn(self) -> None:
+        try:
+            await _backend.sleep(0)
+        finally:
+            # Also when cancelled here: the next step is not due a turn at once.
+            self._yielded_at = self._checked_at = time.monotonic()
+
+    async def _refill(self) -> None:
+        """The iterator's next batch: what the last batch handed out is settled (implicit
+        mode: accepted), then records are waited for and taken, not delivered yet. A
+        step cancelled while waiting has taken nothing."""
+        self._settle()
+        self._drop_chunk()
+        await self._prepare_poll(check_acknowledged=True)
+        await self._wait_records(None)
+        if self._buffer and not self._closing:
+            # Not delivered yet: each record is, once handed out. Index 0 is a check
+            # point (_stop 0), so a new batch may give the other tasks a turn first.
+            self._recs = self._take(self.config.max_poll_records, deliver=False)
+            self._check_base = 0
+
+    def _settle(self) -> None:
+        """Mark the records the iterator handed out as delivered in the tracker."""
+        i, s = self._idx, self._settled
+        if i > s:
+            self._settled = i
+            self._deliver(self._recs[s:i])
+
+    def _drop_chunk(self) -> None:
+        """Forget the iterator's batch (settled first by the caller): records not handed
+        out stay acquired and undelivered in the tracker, for close to release."""
+        self._recs = []
+        self._idx = self._stop = self._settled = 0
 
     async def poll(
         self, max_records: int | None = None, timeout_ms: float | None = None
     ) -> list[ShareRecord]:
         """Records acquired for this member, waiting up to ``timeout_ms`` (None: until
-        some arrive). Implicit mode first accepts the records the previous poll returned;
-        explicit mode requires each of them to be acknowledged (IllegalStateError)."""
+        some arrive). Implicit mode first accepts the records handed out before (by the
+        previous poll or by ``async for``); explicit mode requires each of them to be
+        acknowledged (IllegalStateError).
+
+        Mixed with ``async for``: a poll first returns the records the iterator took but
+        did not hand out yet (the rest of its batch), then new ones; a later ``async for``
+        goes on with what the consumer holds. Each record is handed out once either way."""
         if _otel.enabled and (tracing := _otel.of(self)) is not None:
             return await tracing.poll(
                 self, lambda: self._poll(max_records, timeout_ms, check_acknowledged=True)
             )
         return await self._poll(max_records, timeout_ms, check_acknowledged=True)
 
-    async def _poll(
-        self, max_records: int | None, timeout_ms: float | None, *, check_acknowledged: bool
-    ) -> list[ShareRecord]:
-        # ``check_acknowledged=False`` (ShareWorkers): explicit mode without Java's
-        # "acknowledge everything before polling again", for pipelined processing.
+    async def _prepare_poll(self, *, check_acknowledged: bool) -> None:
+        """What every poll and iterator batch does first: refuse on close or after a
+        crash, start, and settle the records handed out before (implicit mode: accept
+        them; explicit mode: each must be acknowledged, unless ``check_acknowledged`` is
+        False: ShareWorkers pipelines records without Java's rule)."""
         if self._closing or self._closed:
             raise E.ClosedError("share consumer is closed")
+        if self._crash is not None:
+            raise self._crash
         if not self._started:
             await self.start()
-        limit = self.config.max_poll_records if max_records is None else max_records
-        if limit < 1:
-            raise ValueError(f"max_records must be >= 1, got {max_records}")
         if self.config.explicit:
             left = self._tracker.unacknowledged() if check_acknowledged else 0
             if left:
@@ -395,25 +559,50 @@ class ShareConsumer:
                 )
         elif self._tracker.accept_delivered():
             self._wake_all()
+
+    async def _wait_records(self, deadline: float | None) -> None:
+        """Wait until records are buffered, an error is due, the consumer closes, or
+        ``deadline`` (loop time) passes; raises the error due."""
         loop = _backend.loop()
-        deadline = None if timeout_ms is None else loop.time() + timeout_ms / 1000
-        while True:
-            if self._buffer:
-                return self._take(limit)
+        while not self._buffer:
             self._raise_error()
             self._arrived.clear()
             remaining = None if deadline is None else deadline - loop.time()
             if remaining is not None and remaining <= 0:
-                return []
+                return
             try:
                 async with _backend.timeout(remaining):
                     await self._arrived.wait()
             except TimeoutError:
-                return []
+                return
             if self._closing:
-                return []
+                return
 
-    def _take(self, limit: int) -> list[ShareRecord]:
+    async def _poll(
+        self, max_records: int | None, timeout_ms: float | None, *, check_acknowledged: bool
+    ) -> list[ShareRecord]:
+        limit = self.config.max_poll_records if max_records is None else max_records
+        if limit < 1:
+            raise ValueError(f"max_records must be >= 1, got {max_records}")
+        self._settle()
+        await self._prepare_poll(check_acknowledged=check_acknowledged)
+        i = self._idx
+        if i < len(self._recs):  # the iterator's batch first: taken earlier, not handed out
+            out = self._recs[i : i + limit]
+            self._idx = self._settled = i + len(out)
+            self._deliver(out)
+            if self._idx >= len(self._recs):
+                self._drop_chunk()
+            return out
+        loop = _backend.loop()
+        deadline = None if timeout_ms is None else loop.time() + timeout_ms / 1000
+        await self._wait_records(deadline)
+        if self._buffer and not self._closing:
+            return self._take(limit)
+        return []
+
+    def _take(self, limit: int, *, deliver: bool = True) -> list[ShareRecord]:
+        """Up to ``limit`` buffered records, delivered (poll) or not yet (the iterator)."""
         out: list[ShareRecord] = []
         while self._buffer and len(out) < limit:
             node_id, records = self._buffer[0]
@@ -429,16 +618,22 @@ class ShareConsumer:
                 node.buffered -= len(chunk)
                 if node.buffered <= 0:
                     node.wake.set()  # its next ShareFetch is due
+        if deliver:
+            self._deliver(out)
+        return out
+
+    def _deliver(self, records: Sequence[ShareRecord]) -> None:
         by_tp: dict[TopicPartition, list[int]] = {}
-        for r in out:
+        for r in records:
             by_tp.setdefault(TopicPartition(r.topic, r.partition), []).append(r.offset)
         delivered = self._delivered_by_topic
         for tp, offsets in by_tp.items():
             self._tracker.deliver(tp, offsets)
             delivered[tp.topic] = delivered.get(tp.topic, 0) + len(offsets)
-        return out
 
     def _raise_error(self) -> None:
+        if self._crash is not None:
+            raise self._crash
         err = self._error
         if err is None and self._membership.reported is not None:
             err, self._membership.reported = self._membership.reported, None
@@ -465,6 +660,7 @@ class ShareConsumer:
             )
         if self._closed:
             raise E.ClosedError("share consumer is closed")
+        self._settle()  # records async for handed out are delivered
         tp = TopicPartition(record.topic, record.partition)
         kind = AcknowledgeType(type)
         self._tracker.acknowledge(tp, record.offset, kind)
@@ -479,6 +675,7 @@ class ShareConsumer:
         In implicit mode, the records of the last poll are accepted first."""
         if self._closed:
             raise E.ClosedError("share consumer is closed")
+        self._settle()
         if not self.config.explicit:
             self._tracker.accept_delivered()
         tps = self._tracker.with_pending()
@@ -613,12 +810,17 @@ class ShareConsumer:
                 leader = self._leader(tp)
                 if leader is not None and leader >= 0:
                     nodes.add(leader)
-            for node_id in nodes:
+            for node_id in nodes if self._crash is None else ():  # no restarts after a crash
                 node = self._nodes.get(node_id)
                 if node is None:
                     node = self._nodes[node_id] = _Node(ShareSession(self.group_id, self.member_id, node_id))
                 if node.task is None or node.task.done():
-                    node.task = self._spawn(self._session_loop(node_id), f"share-session-{node_id}")
+                    node.task = self._spawn(
+                        self._session_loop,
+                        f"share-session-{node_id}",
+                        f"session task (broker {node_id})",
+                        node_id,
+                    )
                 node.wake.set()
             self._assignment_changed.clear()
             with contextlib.suppress(TimeoutError):
