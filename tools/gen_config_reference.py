@@ -96,9 +96,15 @@ def sections() -> list[Section]:
     return SECTIONS + [Section(c.__qualname__, c, first_line(c)) for c in extra]
 
 
-def _cell(text: str) -> str:
-    """A markdown table cell: pipes escaped, newlines folded."""
-    return " ".join(text.split()).replace("|", "\\|")
+_DOC_PATH = re.compile(r"\bdocs/((?:[\w-]+/)*[\w-]+\.md)\b")
+
+
+def _cell(text: str, docs_base: str = "") -> str:
+    """A markdown table cell: pipes escaped, newlines folded, and a page of the docs named
+    in an option's text (``docs/guide/x.md``) made a link, relative to the page at
+    ``docs_base`` (``""`` for a page in docs/, ``"docs/"`` for the README)."""
+    cell = " ".join(text.split()).replace("|", "\\|")
+    return _DOC_PATH.sub(lambda m: f"[docs/{m.group(1)}]({docs_base}{m.group(1)})", cell)
 
 
 def _code(text: str) -> str:
@@ -112,11 +118,11 @@ def _short_type(text: str) -> str:
     return re.sub(r"\b(?:[a-z_][a-z0-9_]*\.)+([A-Za-z_]\w*)", r"\1", text)
 
 
-def table(cls: type[Options]) -> str:
+def table(cls: type[Options], docs_base: str = "") -> str:
     rows = ["| option | type | default | description |", "| --- | --- | --- | --- |"]
     for opt in cls.describe():
         rows.append(
-            f"| `{opt.name}` | {_code(_short_type(opt.type))} | {_code(opt.default)} | {_cell(opt.doc)} |"
+            f"| `{opt.name}` | {_code(_short_type(opt.type))} | {_code(opt.default)} | {_cell(opt.doc, docs_base)} |"
         )
     return "\n".join(rows)
 
@@ -145,7 +151,7 @@ def docs_page() -> str:
         "Names and defaults follow the Java client, with dots written as underscores "
         "(`linger.ms` is `linger_ms`); the command-line tool accepts both spellings with `-X`.\n\n"
         "```python\n"
-        'Producer("127.0.0.1:9092", acks="all", linger_ms=10, compression="zstd", client_id="billing")\n'
+        'Producer(bootstrap, acks="all", linger_ms=10, compression="zstd", client_id="billing")\n'
         "```\n\n" + _body("##")
     )
 
@@ -166,7 +172,7 @@ def readme_section() -> str:
             "",
             s.used_by,
             "",
-            table(s.cls),
+            table(s.cls, "docs/"),
             "",
             "</details>",
             "",
