@@ -87,16 +87,22 @@ async def buffered_loop(bootstrap: str, records: int) -> tuple[float, float]:
 
 async def toggled_loop(bootstrap: str, records: int, segment: int) -> dict[str, list[float]]:
     """One consumer, every record buffered; the ``async for`` runs in segments of
-    ``segment`` records, alternately with the fairness yields on and off (the interval
-    set to infinity: the check points stay, no turn is taken), each segment timed.
+    ``segment`` records, alternately with the fairness mechanism on and off (off: the
+    yield interval and the check-point spacing set to infinity, so the clock is read
+    only when a new chunk starts and no turn is taken: the loop of the tree before the
+    change, give or take one clock read per chunk), each segment timed.
     Both modes run in the same process within milliseconds of each other, so load
     changes on a shared machine hit both alike: this isolates what the yields cost."""
     from aiokafka_lite import Consumer, TopicPartition
     from aiokafka_lite.fetch import consumer as consumer_module
 
-    interval = consumer_module._YIELD_INTERVAL_S
+    on = {
+        name: getattr(consumer_module, name)
+        for name in ("_YIELD_INTERVAL_S", "_CHECK_SPACING_S", "_MAX_CHECK_EVERY")
+    }
+    off = {"_YIELD_INTERVAL_S": float("inf"), "_CHECK_SPACING_S": 1e9, "_MAX_CHECK_EVERY": 1 << 62}
     tps = [TopicPartition(consume.TOPIC, p) for p in range(consume.PARTITIONS)]
-    out: dict[str, list[float]] = {"on": [], "off": []}
+    out: dict[str, list[float]] = {"on": [], "off": [], "on_cpu": [], "off_cpu": []}
     async with Consumer(bootstrap, auto_offset_reset="earliest", **BIG_BUFFER) as consumer:
         consumer.assign(tps)
         await wait_all_buffered(consumer, tps, records)
@@ -104,15 +110,19 @@ async def toggled_loop(bootstrap: str, records: int, segment: int) -> dict[str, 
         done = 0
         mode = "on"
         while done + segment <= records:
-            consumer_module._YIELD_INTERVAL_S = interval if mode == "on" else float("inf")  # type: ignore[attr-defined]
+            for name, value in (on if mode == "on" else off).items():
+                setattr(consumer_module, name, value)
+            cpu = time.process_time()
             start = time.perf_counter()
             size = 0
             for _ in range(segment):
                 size += len((await anext(it)).value)
             out[mode].append(time.perf_counter() - start)
+            out[f"{mode}_cpu"].append(time.process_time() - cpu)
             done += segment
             mode = "off" if mode == "on" else "on"
-    consumer_module._YIELD_INTERVAL_S = interval  # type: ignore[attr-defined]
+    for name, value in on.items():
+        setattr(consumer_module, name, value)
     return out
 
 
@@ -136,8 +146,10 @@ def worker(src: str, loop: str, bootstrap: str, records: int) -> None:
 def report_toggled(res: dict[str, list[float]]) -> None:
     on, off = res["on"], res["off"]
     print(f"toggled: {len(on)} + {len(off)} alternating segments of {TOGGLE_SEGMENT:,} records")
-    for mode, times in (("yields on", on), ("yields off", off)):
-        print(f"  {mode:10s} median {TOGGLE_SEGMENT / statistics.median(times):>12,.0f} records/s")
+    for mode, key in (("fairness on", "on"), ("fairness off", "off")):
+        rate = TOGGLE_SEGMENT / statistics.median(res[key])
+        cpu = statistics.median(res[f"{key}_cpu"]) / TOGGLE_SEGMENT * 1e6
+        print(f"  {mode:12s} median {rate:>12,.0f} records/s  {cpu:6.3f} CPU s per million records")
     pairs = [b / a for a, b in zip(on, off, strict=False)]
     print(f"  on/off throughput, median of adjacent pairs: {statistics.median(pairs):.4f}")
 
@@ -176,7 +188,7 @@ def main() -> None:
     ap.add_argument(
         "--toggled",
         action="store_true",
-        help="only the --after tree: alternate segments with the yields on and off in one process",
+        help="only the --after tree: alternate segments with the fairness on and off in one process",
     )
     ap.add_argument("--worker")
     ap.add_argument("--src")

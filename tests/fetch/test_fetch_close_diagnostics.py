@@ -15,6 +15,7 @@ from aiokafka_lite.wire.messages import LeaveGroupRequest, OffsetCommitRequest
 OPTS = {"fetch_max_wait_ms": 50, "heartbeat_interval_ms": 100, "session_timeout_ms": 6000}
 TP = TopicPartition("c", 0)
 # The KIP-848 protocol takes its session and heartbeat settings from the broker.
+pytestmark = pytest.mark.kafka_embedded  # latency injection
 PROTOCOL_OPTS = {"classic": OPTS, "consumer": {"fetch_max_wait_ms": 50}}
 
 
