@@ -2,6 +2,7 @@
 
     python -m aiokafka_lite.broker --host 127.0.0.1 --port 9092 --brokers 1 \\
         [--data-dir DIR] [--topic NAME:PARTITIONS ...]
+    python -m aiokafka_lite.broker --bootstrap 127.0.0.1:9092 ...   # as aiokafka-lite broker
 
 Prints ``listening on HOST:PORT[,HOST:PORT...]`` once every broker accepts connections
 and shuts down cleanly on SIGINT/SIGTERM.
@@ -34,6 +35,25 @@ def _topic_arg(text: str) -> tuple[str, int]:
     return name, n
 
 
+def parse_listen_address(bootstrap: str) -> tuple[str, int]:
+    """The first ``HOST:PORT`` of a bootstrap list as the address to listen on (port 0:
+    any free port; IPv6 as ``[::1]:9092``). ``ValueError`` says what is wrong."""
+    first = bootstrap.split(",")[0].strip()
+    host, sep, port_text = first.rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if not sep or not host or not port_text.isdigit() or int(port_text) > 65535:
+        raise ValueError(f"expected HOST:PORT, got {bootstrap!r}")
+    return host, int(port_text)
+
+
+def _listen_arg(text: str) -> tuple[str, int]:
+    try:
+        return parse_listen_address(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def _user_arg(text: str) -> tuple[str, str]:
     user, sep, pw = text.partition(":")
     if not sep or not user:
@@ -43,12 +63,20 @@ def _user_arg(text: str) -> tuple[str, str]:
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m aiokafka_lite.broker", description=__doc__.split("\n\n")[0])
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
     p.add_argument(
         "--port",
         type=int,
-        default=9092,
-        help="port of the first broker; broker i uses PORT+i (0: any free port)",
+        default=None,
+        help="port of the first broker; broker i uses PORT+i (0: any free port; default 9092)",
+    )
+    p.add_argument(
+        "--bootstrap",
+        type=_listen_arg,
+        default=None,
+        metavar="HOST:PORT",
+        help="the bootstrap address clients will use, i.e. --host and --port in one "
+        "(as in aiokafka-lite broker)",
     )
     p.add_argument("--brokers", type=int, default=1, help="number of brokers (default 1)")
     p.add_argument("--data-dir", default=None, help="persist logs and metadata here (default: in memory)")
@@ -82,6 +110,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--tls-key", default=None, help="PEM private key for --tls-cert")
     p.add_argument("--log-level", default="WARNING", help="logging level (default WARNING)")
     args = p.parse_args(argv)
+    if args.bootstrap is not None:
+        if args.host is not None or args.port is not None:
+            p.error("--bootstrap HOST:PORT replaces --host and --port: give one or the other")
+        args.host, args.port = args.bootstrap
+    args.host = "127.0.0.1" if args.host is None else args.host
+    args.port = 9092 if args.port is None else args.port
     if args.brokers < 1:
         p.error("--brokers must be at least 1")
     if bool(args.tls_cert) != bool(args.tls_key):

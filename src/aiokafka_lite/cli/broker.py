@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from aiokafka_lite.broker import EmbeddedCluster
+from aiokafka_lite.broker.__main__ import parse_listen_address
 from aiokafka_lite.cli._common import DEFAULT_BOOTSTRAP, Bootstrap, err_console, fail, run_async
 
 
@@ -23,13 +24,10 @@ def _topic(text: str) -> tuple[str, int]:
 
 def _listen_address(bootstrap: str) -> tuple[str, int]:
     """The first HOST:PORT of --bootstrap (port 0 allowed: any free port)."""
-    first = bootstrap.split(",")[0].strip()
-    host, sep, port_text = first.rpartition(":")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    if not sep or not host or not port_text.isdigit() or int(port_text) > 65535:
-        raise typer.BadParameter(f"expected HOST:PORT, got {bootstrap!r}", param_hint="--bootstrap")
-    return host, int(port_text)
+    try:
+        return parse_listen_address(bootstrap)
+    except ValueError as e:
+        raise typer.BadParameter(str(e), param_hint="--bootstrap") from None
 
 
 def broker(
