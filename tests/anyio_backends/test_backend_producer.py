@@ -76,10 +76,24 @@ async def test_cancelled_send_loses_no_buffered_record(
     bootstrap = threaded_cluster.bootstrap
     topic = f"cancel-{anyio_backend}"
     await _topic(bootstrap, topic, 1)
-    async with Producer(bootstrap, linger_ms=200, **FAST) as producer:
-        with anyio.move_on_after(0.01) as scope:
-            await producer.send(topic, b"kept")
-        assert scope.cancelled_caught
+    # The linger keeps the record buffered until flush(), so the cancel below lands while
+    # send() waits for the acknowledgement, whatever the machine's load.
+    async with Producer(bootstrap, linger_ms=60_000, delivery_timeout_ms=300_000, **FAST) as producer:
+        send_scope = anyio.CancelScope()
+        returned: list[object] = []
+
+        async def send_then_get_cancelled() -> None:
+            with send_scope:
+                returned.append(await producer.send(topic, b"kept"))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(send_then_get_cancelled)
+            # (no event tells that a record is buffered: poll the producer's own count)
+            with anyio.fail_after(30):
+                while producer.metrics()["batches_incomplete"] == 0:  # noqa: ASYNC110
+                    await anyio.sleep(0.001)
+            send_scope.cancel()
+        assert send_scope.cancelled_caught and returned == []
         await producer.flush()
     assert await _end_offsets(bootstrap, topic, 1) == 1
 
