@@ -151,6 +151,7 @@ def docs_page() -> str:
         "Names and defaults follow the Java client, with dots written as underscores "
         "(`linger.ms` is `linger_ms`); the command-line tool accepts both spellings with `-X`.\n\n"
         "```python\n"
+        "from aiokafka_lite import Producer\n\n"
         'Producer(bootstrap, acks="all", linger_ms=10, compression="zstd", client_id="billing")\n'
         "```\n\n" + _body("##")
     )
