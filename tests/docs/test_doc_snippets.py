@@ -19,6 +19,8 @@ editing the page:
   loop); it must still be running, without an error, after a few seconds (then it is
   cancelled, and a block continuing it runs next);
 * ``<!-- snippet: continues, runs-forever -->``: both;
+* ``<!-- snippet: pytest-module -->``: a test module; pytest runs it (as a file in an
+  empty folder, no configuration) and its tests must pass;
 * ``<!-- snippet: not-runnable REASON -->``: not run. The reason must be given, and the
   page must say it in its text too (the test checks that the block is followed or
   preceded by prose, not just the comment).
@@ -44,7 +46,7 @@ _FENCE = re.compile(r"^(?P<indent>[ \t]*)```python[^\n]*\n(?P<body>.*?)^(?P=inde
 _MARKER = re.compile(r"<!--\s*snippet:\s*(?P<kind>[a-z-]+(?:,\s*[a-z-]+)*)\s*(?P<reason>.*?)\s*-->")
 _PROGRAM = re.compile(r"^(asyncio|trio|anyio)\.run\(", re.M)
 _INCLUDE = re.compile(r'^--8<-- "(?P<path>[^"]+)"$')
-_KINDS = {"continues", "runs-forever", "not-runnable"}
+_KINDS = {"continues", "runs-forever", "not-runnable", "pytest-module"}
 
 #: Fragments run as in ``python -m asyncio``: top-level await, ``bootstrap`` defined.
 _FRAGMENT_HARNESS = textwrap.dedent(
@@ -117,13 +119,17 @@ def blocks_of(page: Path) -> list[Block]:
             kind = "include"
         elif "not-runnable" in marked:
             kind = "not-runnable"
+        elif "pytest-module" in marked:
+            kind = "pytest-module"
         elif "continues" in marked:
             kind = "continues"
         elif marked:
             kind = "fragment"
         else:
             kind = "program" if _PROGRAM.search(source) else "fragment"
-        block = Block(page, line, source, kind, marker.group("reason") if marker else "", "runs-forever" in marked)
+        block = Block(
+            page, line, source, kind, marker.group("reason") if marker else "", "runs-forever" in marked
+        )
         if block.forever and kind == "program":
             raise AssertionError(f"{block.id}: runs-forever applies to fragments only")
         if kind == "continues":
@@ -170,10 +176,16 @@ def test_snippet_runs(block: Block, tmp_path: Path) -> None:
         return
     if block.kind == "program":
         proc = _run(["-c", block.source], tmp_path)
+    elif block.kind == "pytest-module":
+        (tmp_path / "test_snippet.py").write_text(block.source)
+        proc = _run(["-m", "pytest", "-q", "-p", "no:cacheprovider", "test_snippet.py"], tmp_path)
+        assert " passed" in proc.stdout and "failed" not in proc.stdout, proc.stdout[-4000:]
     else:
         blocks = [*block.chain, (block.source, block.forever)]
         proc = _run(["-c", _FRAGMENT_HARNESS, json.dumps(blocks)], tmp_path)
-    assert proc.returncode == 0, f"{block.id} failed:\n{block.source}\n--- stderr:\n{proc.stderr[-4000:]}"
+    assert proc.returncode == 0, (
+        f"{block.id} failed:\n{block.source}\n--- stdout:\n{proc.stdout[-4000:]}\n--- stderr:\n{proc.stderr[-4000:]}"
+    )
 
 
 def test_not_runnable_snippets_say_why_in_the_text() -> None:
