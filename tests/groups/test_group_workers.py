@@ -38,6 +38,7 @@ class FakeConsumer:
     def __init__(self, partitions: int, per_partition: int, *, batch: int = 7) -> None:
         self.coordinator = FakeCoordinator()
         self.pending = {TP("t", p): [Rec("t", p, o) for o in range(per_partition)] for p in range(partitions)}
+        self.records = {tp: list(recs) for tp, recs in self.pending.items()}
         self.assigned = set(self.pending)
         self.paused: set[TP] = set()
         self.pause_calls: list[set[TP]] = []
@@ -69,6 +70,9 @@ class FakeConsumer:
         for tp, o in offsets.items():
             assert o >= self.committed.get(tp, 0), "commits must never go backwards"
             self.committed[tp] = o
+
+    def seek(self, tp: TP, offset: int) -> None:  # the pool rewinds to its first unfinished record
+        self.pending[tp] = [r for r in self.records[tp] if r.offset >= offset]
 
     def pause(self, *tps: TP) -> None:
         self.paused.update(tps)

@@ -39,6 +39,7 @@ class FakeConsumer:
             TP("t", p): [Rec("t", p, o, b"k%d" % o, b"v%d" % o, (("h", b"x"),)) for o in range(per_partition)]
             for p in range(partitions)
         }
+        self.records = {tp: list(recs) for tp, recs in self.pending.items()}
         self.assigned = set(self.pending)
         self.paused: set[TP] = set()
         self.committed: dict[TP, int] = {}
@@ -60,6 +61,10 @@ class FakeConsumer:
         for tp, o in offsets.items():
             assert o >= self.committed.get(tp, 0), "commits must never go backwards"
             self.committed[tp] = o
+
+    def seek(self, tp: TP, offset: int) -> None:
+        """Records from ``offset`` on are handed out again (the pool rewinds when it stops)."""
+        self.pending[tp] = [r for r in self.records[tp] if r.offset >= offset]
 
     def pause(self, *tps: TP) -> None:
         self.paused.update(tps)

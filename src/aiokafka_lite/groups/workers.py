@@ -131,6 +131,8 @@ class _GroupConsumer(Protocol):
 
     def resume(self, *partitions: TopicPartition) -> None: ...
 
+    def seek(self, partition: TopicPartition, offset: int) -> None: ...
+
     def assignment(self) -> set[TopicPartition]: ...
 
 
@@ -158,6 +160,7 @@ class _Partition:
     scheduled: bool = False  # in the ready queue or being processed
     busy: bool = False
     done: int | None = None  # next offset to commit: last finished record + 1
+    first: int | None = None  # offset of the first record received (where to rewind if none done)
     committed: int | None = None
     abandoned: bool = False  # revoked/lost/stopped: start nothing new, stop retrying
     idle: Any = field(default_factory=_backend.event)  # asyncio.Event, or the trio backend's
@@ -283,15 +286,20 @@ class OrderedWorkers:
             await self._run_structured(coordinator)
             return
         self._stopping.clear()
+        self._failure = None  # a run after a failed one starts afresh (from the failed record)
         coordinator.add_listener(self)
         workers = [
             asyncio.create_task(self._worker(), name=f"ordered-worker-{i}") for i in range(self._concurrency)
         ]
+        interrupted = False
         try:
             await self._feed()
+        except asyncio.CancelledError:
+            interrupted = True  # cancelled, or a timeout around run(): in-flight records are cut short
+            raise
         finally:
             try:
-                await self._shutdown(workers)
+                await self._shutdown(workers, interrupted=interrupted)
             finally:
                 coordinator.remove_listener(self)
                 self._running = False
@@ -305,6 +313,7 @@ class OrderedWorkers:
 
         self._stopping = _backend.event()
         self._ready = _backend.queue()
+        self._failure = None
         coordinator.add_listener(self)
         failed: list[Exception] = []
         try:
@@ -313,10 +322,14 @@ class OrderedWorkers:
                 for i in range(self._concurrency):
                     tg.start_soon(self._worker, name=f"ordered-worker-{i}")
                 try:
+                    interrupted = False
                     try:
                         await self._feed_structured(tg)
+                    except anyio.get_cancelled_exc_class():
+                        interrupted = True  # the workers, in the same cancelled scope, are cut short
+                        raise
                     finally:
-                        await self._shutdown([])
+                        await self._shutdown([], interrupted=interrupted)
                 except Exception as exc:  # raised as itself, not inside an exception group
                     failed.append(exc)
                 finally:
@@ -429,6 +442,7 @@ class OrderedWorkers:
     async def _feed(self) -> None:
         next_commit = time.monotonic() + self._commit_interval
         stop_wait = asyncio.ensure_future(self._stopping.wait())
+        fetch: asyncio.Future[Any] | None = None
         try:
             while not self._stopping.is_set():
                 fetch = asyncio.ensure_future(
@@ -436,19 +450,23 @@ class OrderedWorkers:
                 )
                 await asyncio.wait({fetch, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
                 if not fetch.done():
-                    fetch.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await fetch
-                    break
-                self._enqueue(fetch.result())
+                    break  # stopping: the finally cancels the fetch (the consumer keeps its buffer)
+                batch, fetch = fetch.result(), None
+                self._enqueue(batch)
                 self._backpressure()
                 if time.monotonic() >= next_commit:
                     next_commit = time.monotonic() + self._commit_interval
                     await self._commit(self._parts)
         finally:
-            stop_wait.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await stop_wait
+            # Also when run is cancelled while waiting: a fetch left running would take
+            # records from the consumer that no worker ever sees.
+            pending = [t for t in (fetch, stop_wait) if t is not None]
+            for task in pending:
+                task.cancel()
+            await asyncio.wait(pending)  # (raises only when run itself is cancelled again)
+            if fetch is not None and not fetch.cancelled():
+                if fetch.exception() is None:  # fetched as run was cancelled: rewound at shutdown
+                    self._enqueue(fetch.result())
 
     def _enqueue(self, batch: dict[TopicPartition, list[Any]]) -> None:
         for tp, records in batch.items():
@@ -456,7 +474,7 @@ class OrderedWorkers:
                 continue
             part = self._parts.get(tp)
             if part is None:
-                part = self._parts[tp] = _Partition()
+                part = self._parts[tp] = _Partition(first=records[0].offset)
             elif part.abandoned:
                 continue  # being drained (revocation, failure): the next owner reads these
             part.queue.extend(records)
@@ -708,15 +726,47 @@ class OrderedWorkers:
         return None
 
     # ------------------------------------------------------------------ shutdown
-    async def _shutdown(self, workers: list[Any]) -> None:
+    def _rewind(self) -> None:
+        """Move the consumer back to the first unfinished record of each partition it
+        still holds: the records dropped from the queues (and a failed or cut-short
+        record) are fetched again by the next ``run`` on this consumer, never skipped."""
+        assigned = self._consumer.assignment()
+        for tp, p in self._parts.items():
+            resume_at = p.done if p.done is not None else p.first
+            if tp in assigned and resume_at is not None:
+                self._consumer.seek(tp, resume_at)
+
+    async def _shutdown(self, workers: list[Any], *, interrupted: bool = False) -> None:
+        """Stop starting records, let the in-flight ones end, rewind, commit what finished.
+
+        ``interrupted`` (run was cancelled, a timeout around it included): in-flight
+        handlers are cancelled rather than awaited, so run ends promptly; their records
+        are not done, so not committed, and are processed again. The rest of the cleanup
+        (the wait for the cancelled workers, the commit of finished records) is shielded
+        from the cancellation under way (trio's and anyio's cancel scopes cancel every
+        later await), bounded by the consumer's ``default_api_timeout_ms``. Whatever
+        happens to it, the consumer is rewound to the first unfinished record."""
         try:
-            await self._drain(list(self._parts))
-            await self._commit(list(self._parts))
+            for p in self._parts.values():
+                p.abandoned = True  # start nothing new, give up retries
+                p.queue.clear()
+            if interrupted:
+                import anyio
+
+                config = getattr(self._consumer, "config", None)
+                limit_s = getattr(config, "default_api_timeout_ms", 60_000) / 1000
+                with anyio.CancelScope(shield=True), anyio.move_on_after(limit_s):
+                    if workers:  # asyncio: cut the in-flight handlers short (trio: the scope did)
+                        for w in workers:
+                            w.cancel()
+                        await asyncio.gather(*workers, return_exceptions=True)
+                    await self._finish_shutdown()
+            else:
+                await self._finish_shutdown()
         finally:
+            self._rewind()  # (again: the commit may have been interrupted before it)
             for w in workers:
                 w.cancel()
-            if workers:  # (trio: none here, run's task group ends them)
-                await asyncio.gather(*workers, return_exceptions=True)
             for timer in self._paused_on_failure.values():
                 if timer is not None:
                     timer.cancel()
@@ -729,3 +779,10 @@ class OrderedWorkers:
             self._parts.clear()
             while not self._ready.empty():
                 self._ready.get_nowait()
+            if workers:  # (trio: none here, run's task group ends them)
+                await asyncio.gather(*workers, return_exceptions=True)
+
+    async def _finish_shutdown(self) -> None:
+        await self._drain(list(self._parts))
+        self._rewind()
+        await self._commit(list(self._parts))
