@@ -17,6 +17,18 @@ at all::
 
 or ``await session.process(handler)`` for one poll/handle/commit round.
 
+Leaving a round: ``process()`` aborts the round's transaction when its handler raises
+(the error is re-raised) and when it is cancelled (a timeout around it included; the
+abort is shielded from the cancellation, which is then re-raised), and moves the
+consumer back to the round's first record, so the next round on this session (or the
+partitions' next owner) processes that input again and its output is committed once.
+In a hand-written ``poll``/``commit`` loop the session cannot tell a round left mid-way
+from one still being built (a second ``poll`` joins the open transaction): call
+``abort()`` when leaving it without ``commit()``, e.g. ``except BaseException: await
+session.abort(); raise`` (on trio, inside ``anyio.CancelScope(shield=True)``: a
+cancelled scope cancels every later await). A ``poll`` cancelled after its records
+arrived hands them out again.
+
 Rebalances: when partitions whose records are in the open transaction are revoked (or
 lost), the session aborts the transaction inside the rebalance callback, *before* the
 partitions are given up, and moves the partitions it keeps back to the start of the
@@ -106,6 +118,8 @@ class TransactSession:
         self._starts: dict[TopicPartition, int] = {}
         self._next: dict[TopicPartition, OffsetAndMetadata] = {}
         self._started = False
+        #: A ``process`` round was cancelled and its abort did not complete.
+        self._must_abort = False
         #: Handler durations in seconds per ``process`` round, successful or not
         #: (messaging.process.duration), while ``observability.handler_timing`` is on.
         self.process_seconds = Histogram(LATENCY_BUCKETS_S)
@@ -176,25 +190,38 @@ class TransactSession:
         transaction unless one is open (then they join it)."""
         if not self._started:
             raise E.IllegalStateError("TransactSession is not started (use 'async with' or start())")
+        if self._must_abort:  # a round was left mid-way and its abort did not complete
+            await self.abort()
         records = await self.consumer.getmany(timeout_ms=timeout_ms, max_records=max_records)
         if not records:
             return records
-        # No rebalance callback can run between getmany returning and the transaction
-        # being marked open below (no suspension point when the lock is free, and
-        # getmany waited for running callbacks); the assignment check covers the rest.
-        async with self._lock:
-            assigned = self.consumer.assignment()
-            records = {tp: recs for tp, recs in records.items() if tp in assigned and recs}
-            if not records:
-                return records
-            if not self._open:
-                await self.producer.begin_transaction()
-                self._open = True
-                self._doomed = False
-            for tp, recs in records.items():
-                self._starts.setdefault(tp, recs[0].offset)
-                last = recs[-1]
-                self._next[tp] = OffsetAndMetadata(last.offset + 1, "", last.leader_epoch)
+        joined = False
+        try:
+            # No rebalance callback can run between getmany returning and the transaction
+            # being marked open below (getmany waited for running callbacks); the
+            # assignment check covers the rest.
+            async with self._lock:
+                assigned = self.consumer.assignment()
+                records = {tp: recs for tp, recs in records.items() if tp in assigned and recs}
+                if not records:
+                    return records
+                if not self._open:
+                    await self.producer.begin_transaction()
+                    self._open = True
+                    self._doomed = False
+                for tp, recs in records.items():
+                    self._starts.setdefault(tp, recs[0].offset)
+                    last = recs[-1]
+                    self._next[tp] = OffsetAndMetadata(last.offset + 1, "", last.leader_epoch)
+                joined = True
+        finally:
+            if not joined:
+                # Cancelled (trio's lock checkpoints) or failed before the records joined
+                # the transaction: hand them out again rather than skip them.
+                assigned = self.consumer.assignment()
+                for tp, recs in records.items():
+                    if recs and tp in assigned:
+                        self.consumer.seek(tp, recs[0].offset)
         return records
 
     async def commit(self) -> bool:
@@ -231,6 +258,7 @@ class TransactSession:
             if self._open:
                 await self._abort_locked(rewind=self.consumer.assignment())
             self._doomed = False
+            self._must_abort = False
 
     async def process(
         self, handler: Handler, *, timeout_ms: float = 1000, max_records: int | None = None
@@ -260,7 +288,25 @@ class TransactSession:
                 return False  # sends failed because the rebalance aborted the transaction
             await self.abort()
             raise
+        except BaseException:  # cancelled, or a timeout around the round
+            await self._abort_left_round()
+            raise
         return await self.commit()
+
+    async def _abort_left_round(self) -> None:
+        """A round left mid-way by cancellation: its input must not be committed by a
+        later round joining the same transaction. Abort it (rewinding the input), shielded
+        from the cancellation under way and bounded by the consumer's
+        ``default_api_timeout_ms``; if that does not complete, the next ``poll`` aborts first."""
+        import anyio
+
+        self._must_abort = True
+        limit_s = self.consumer.config.default_api_timeout_ms / 1000
+        with anyio.CancelScope(shield=True), anyio.move_on_after(limit_s):
+            try:
+                await self.abort()
+            except E.KafkaError as exc:
+                log.warning("TransactSession: abort of a round left mid-way failed: %s", exc)
 
     # -- aborting ---------------------------------------------------------------------------
 

@@ -23,7 +23,15 @@ Guarantees:
   rebalance listener that runs before the user's); records buffered but not started are
   dropped, so the next owner starts exactly after the last finished one;
 * partitions whose buffer is full are paused, so memory stays bounded while the
-  consumer keeps polling (and so keeps its group membership).
+  consumer keeps polling (and so keeps its group membership);
+* leaving ``run`` in any way (``stop()``, a failure under ``"stop"``, cancelling the task
+  that runs it, a timeout around it) commits only finished records and moves the
+  consumer back to each partition's first unfinished record, so a later ``run`` on the
+  same consumer (or the partition's next owner) starts there: nothing is skipped, and
+  only records finished but not committed can repeat (at-least-once). ``stop()`` lets
+  in-flight records finish; a cancellation cuts them short (they are not committed),
+  commits what finished (shielded, within the consumer's ``default_api_timeout_ms``)
+  and is re-raised.
 
 Failure policy (what a handler exception does), as in go_kafka_client's worker manager:
 
