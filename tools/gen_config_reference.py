@@ -118,12 +118,21 @@ def _short_type(text: str) -> str:
     return re.sub(r"\b(?:[a-z_][a-z0-9_]*\.)+([A-Za-z_]\w*)", r"\1", text)
 
 
-def table(cls: type[Options], docs_base: str = "") -> str:
+def _option_name(name: str, site: bool) -> str:
+    """The option's name cell. On the site (``site=True``) the name may break after an
+    underscore (``<wbr>``) and nowhere else, so a narrow column wraps
+    ``partitioner_adaptive_partitioning_enable`` between its words, never inside one."""
+    if not site:
+        return f"`{name}`"
+    return "<code>" + "_<wbr>".join(html.escape(part) for part in name.split("_")) + "</code>"
+
+
+def table(cls: type[Options], docs_base: str = "", *, site: bool = True) -> str:
     rows = ["| option | type | default | description |", "| --- | --- | --- | --- |"]
     for opt in cls.describe():
-        rows.append(
-            f"| `{opt.name}` | {_code(_short_type(opt.type))} | {_code(opt.default)} | {_cell(opt.doc, docs_base)} |"
-        )
+        name = _option_name(opt.name, site)
+        kind, default = _code(_short_type(opt.type)), _code(opt.default)
+        rows.append(f"| {name} | {kind} | {default} | {_cell(opt.doc, docs_base)} |")
     return "\n".join(rows)
 
 
@@ -173,7 +182,7 @@ def readme_section() -> str:
             "",
             s.used_by,
             "",
-            table(s.cls, "docs/"),
+            table(s.cls, "docs/", site=False),
             "",
             "</details>",
             "",

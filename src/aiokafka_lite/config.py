@@ -7,12 +7,12 @@ validates the same way::
 
     @dataclass(frozen=True, kw_only=True)
     class ProducerConfig(Options):
-        acks: int = option(-1, "Acknowledgements required: 0, 1 or -1 (all).", one_of(0, 1, -1))
-        linger_ms: float = option(5.0, "How long to wait to fill a batch.", at_least(0))
+        acks: int = option(-1, "Acknowledgements: 0, 1 or -1 (all).", one_of(0, 1, -1))
+        linger_ms: float = option(5.0, "How long to fill a batch.", at_least(0))
 
-    cfg = ProducerConfig.from_options(acks=1)       # unknown names -> ConfigError
-    ProducerConfig(acks=2)                          # ConfigError: acks: must be one of 0, 1, -1
-    ProducerConfig.describe()                       # [OptionDoc(name, type, default, doc), ...]
+    cfg = ProducerConfig.from_options(acks=1)  # unknown names -> ConfigError
+    ProducerConfig(acks=2)  # ConfigError: acks: must be one of 0, 1, -1
+    ProducerConfig.describe()  # [OptionDoc(name, type, default, doc), ...]
 
 Annotate container options as ``Mapping``/``Sequence`` (read-only): ruff's RUF009 then
 accepts ``option(default_factory=...)`` and frozen configs stay effectively immutable.
