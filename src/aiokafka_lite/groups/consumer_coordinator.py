@@ -39,6 +39,7 @@ from aiokafka_lite.groups.consumer_membership import (
     ConsumerMembership,
     ConsumerMemberState,
     Continue,
+    DescribeSessionTimeout,
     ResolveTopics,
     SendLeaveHeartbeat,
     re2_pattern_of,
@@ -53,13 +54,19 @@ from aiokafka_lite.groups.coordinator import (
 )
 from aiokafka_lite.groups.membership import Action, AddPartitions
 from aiokafka_lite.net.client import Lane
-from aiokafka_lite.wire.messages import ConsumerGroupHeartbeatResponse
+from aiokafka_lite.wire.messages import (
+    ConsumerGroupHeartbeatResponse,
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
+)
 
 __all__ = ["ConsumerGroupCoordinator"]
 
 log = logging.getLogger(__name__)
 
 _STALE_MEMBER_EPOCH = 113
+_GROUP_RESOURCE = 32  # DescribeConfigs resource type of a group (KIP-848 group configs)
+_SESSION_TIMEOUT_CONFIG = "consumer.session.timeout.ms"
 # Commit answers that end the commit with CommitFailedError (or the fatal error).
 _MEMBER_ERRORS = (22, 25, 27, 82, 110)  # ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS,
 # FENCED_INSTANCE_ID, FENCED_MEMBER_EPOCH
@@ -169,8 +176,12 @@ class ConsumerGroupCoordinator(GroupCoordinator):
 
     def _tick(self, now: float) -> list[Action]:
         """The machine's work at ``now``; it names assigned topic ids from the client's
-        metadata (``_resolve``)."""
-        return self._m.tick(now, self._resolve)  # type: ignore[return-value]
+        metadata (``_resolve``). Once joined, and with nothing else to do, it asks the
+        broker for the group's session timeout (the machine's session clock)."""
+        actions: list[Any] = self._m.tick(now, self._resolve)
+        if not actions and self._m.session_timeout_wanted():
+            actions = [DescribeSessionTimeout()]
+        return actions
 
     def _membership_failed(self) -> bool:
         return self._m.state is ConsumerMemberState.FAILED
@@ -189,6 +200,9 @@ class ConsumerGroupCoordinator(GroupCoordinator):
             return []
         if isinstance(act, SendLeaveHeartbeat):
             await self._send_leave(act)
+            return []
+        if isinstance(act, DescribeSessionTimeout):
+            m.session_timeout_learned(await self._describe_session_timeout())
             return []
         if isinstance(act, AddPartitions):
             # Topics assigned through a regex are not tracked by the consumer: keep their
@@ -212,6 +226,50 @@ class ConsumerGroupCoordinator(GroupCoordinator):
             raise
         except KafkaError as exc:
             log.info("group %s: metadata refresh failed (%r)", self.group_id, exc)
+
+    async def _describe_session_timeout(self) -> int | None:
+        """The group's session timeout (its group config, or the broker's default), for the
+        machine's session clock; None when the broker cannot or may not say (it is then
+        logged: the machine keeps assuming Kafka's default)."""
+        node = self._m.coordinator
+        if node is None:
+            return None
+        request = DescribeConfigsRequest(
+            resources=[
+                DescribeConfigsRequest.DescribeConfigsResource(
+                    resource_type=_GROUP_RESOURCE,
+                    resource_name=self.group_id,
+                    configuration_keys=[_SESSION_TIMEOUT_CONFIG],
+                )
+            ]
+        )
+        try:
+            resp = await self._io(
+                self._client.send(
+                    request, node_id=node, timeout_ms=self._session_budget_ms(5000.0), lane=Lane.COORDINATOR
+                )
+            )
+        except asyncio.CancelledError:
+            if self._interrupted_by_close():
+                return None
+            raise
+        except KafkaError as exc:
+            log.info("group %s: could not read the group's session timeout (%r)", self.group_id, exc)
+            return None
+        assert isinstance(resp, DescribeConfigsResponse)
+        for result in resp.results:
+            if result.error_code:
+                log.info(
+                    "group %s: could not read the group's session timeout: %s; assuming %d ms",
+                    self.group_id,
+                    error_for(result.error_code).name,
+                    self._m.session_timeout_ms,
+                )
+                return None
+            for config in result.configs or []:
+                if config.name == _SESSION_TIMEOUT_CONFIG and config.value and config.value.isdigit():
+                    return int(config.value)
+        return None
 
     async def _send_leave(self, action: SendLeaveHeartbeat) -> None:
         m = self._m

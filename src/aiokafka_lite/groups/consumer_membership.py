@@ -33,6 +33,16 @@ second half once the first has run. If the member was fenced, left or got a newe
 assignment meanwhile, ``resume`` returns nothing and the next ``tick`` starts over from
 what the member owns then.
 
+A lost session: the broker fences a member it has not heard from for the group's session
+timeout (``group.consumer.session.timeout.ms``, or the group config
+``consumer.session.timeout.ms``), and gives its partitions to others. The client does not
+configure that timeout with this protocol; the driver asks the broker for it once the
+member has joined (``session_timeout_wanted``, ``DescribeSessionTimeout``), and until it knows, the machine assumes
+Kafka's default (45 s). Once no heartbeat has been answered for that long
+(``expire_session``), the member is surely fenced: it stops handing out records of what it
+held at once (``FreezePartitions``), goes to FENCED, and the next ``tick`` declares the
+partitions lost (lost listener, no commit) and rejoins with epoch 0.
+
 Offsets are committed with the member epoch (OffsetCommit v9+): ``commit_identity``
 gives ``(member_epoch, member_id, instance_id)``. Time is an argument (``now``,
 monotonic milliseconds), so every transition is reproducible in a unit test.
@@ -76,6 +86,7 @@ __all__ = [
     "ConsumerMemberState",
     "ConsumerMembership",
     "Continue",
+    "DescribeSessionTimeout",
     "ResolveTopics",
     "SendLeaveHeartbeat",
     "TopicIdPartition",
@@ -90,6 +101,8 @@ TopicIdPartition = tuple[uuid.UUID, int]
 JOIN_EPOCH: Final = 0
 LEAVE_EPOCH: Final = -1
 LEAVE_STATIC_EPOCH: Final = -2
+#: Kafka's default group.consumer.session.timeout.ms: assumed until the broker says.
+DEFAULT_SESSION_TIMEOUT_MS: Final = 45000
 
 # Error codes, named once so the transitions read like the protocol guide.
 NONE = 0
@@ -291,6 +304,12 @@ class Continue:
 
 
 @dataclass(frozen=True, slots=True)
+class DescribeSessionTimeout:
+    """Ask the broker for the group's session timeout (DescribeConfigs on the GROUP
+    resource, ``consumer.session.timeout.ms``) and report it with ``session_timeout_learned``."""
+
+
+@dataclass(frozen=True, slots=True)
 class SendLeaveHeartbeat:
     """Ask ``leave_request(attempt)`` for the epoch -1/-2 heartbeat, send it (best effort),
     then report with ``left(attempt)``."""
@@ -308,6 +327,7 @@ ConsumerAction = (
     | ResolveTopics
     | Continue
     | SendLeaveHeartbeat
+    | DescribeSessionTimeout
 )
 
 TopicResolver = Callable[[uuid.UUID], str | None]
@@ -383,6 +403,13 @@ class ConsumerMembership:
         self._next_heartbeat = now
         self._hb_inflight: tuple[int, _Sent] | None = None  # (incarnation, fields carried)
         self._sent: _Sent | None = None  # None: send every field
+        # Session clock (see the module docstring): the group's session timeout (Kafka's
+        # default until the broker has told), whether it was asked, and when a heartbeat
+        # answer last proved the session alive.
+        self.session_timeout_ms = DEFAULT_SESSION_TIMEOUT_MS
+        self._session_timeout_asked = False
+        self._session_alive_at = now
+        self.sessions_lost = 0
 
     # ------------------------------------------------------------------ introspection
     @property
@@ -411,6 +438,9 @@ class ConsumerMembership:
         deadlines: list[float] = []
         if self._backoff_until > now:
             deadlines.append(self._backoff_until)
+        session_end = self.session_deadline()
+        if session_end is not None:
+            deadlines.append(session_end + 1)
         if self.state in _MEMBER:
             deadlines.append(self.last_poll + self.settings.max_poll_interval_ms)
             if self.settings.enable_auto_commit:
@@ -418,6 +448,53 @@ class ConsumerMembership:
         if self.state is ConsumerMemberState.RECONCILING and self._resolve_after > now:
             deadlines.append(self._resolve_after)
         return min(deadlines) if deadlines else None
+
+    # ------------------------------------------------------------------ session
+    def session_deadline(self) -> float | None:
+        """When the broker has surely fenced this member if no heartbeat answer proves its
+        session alive before (None: not a member now)."""
+        if self.state not in _MEMBER or self.epoch <= 0:
+            return None
+        return self._session_alive_at + self.session_timeout_ms
+
+    def expire_session(self, now: float) -> list[ConsumerAction]:
+        """Past ``session_deadline``: the member is fenced; stop handing out records of the
+        partitions held (returned as ``FreezePartitions``, for the driver to apply at once;
+        the next ``tick`` declares them lost and rejoins). [] while the session may be alive."""
+        deadline = self.session_deadline()
+        if deadline is None or now <= deadline:
+            return []
+        log.warning(
+            "group %s: member %s heard nothing from the coordinator for %d ms, longer than the "
+            "group's session timeout (%d ms): the broker has fenced it; its partitions %s are lost, "
+            "rejoining",
+            self.settings.group_id,
+            self.member_id,
+            now - self._session_alive_at,
+            self.session_timeout_ms,
+            sorted(self.owned),
+        )
+        self.sessions_lost += 1
+        self.state = ConsumerMemberState.FENCED
+        self.epoch = JOIN_EPOCH
+        self._attempt += 1
+        self._incarnation += 1
+        self._coordinator_lost()
+        return [FreezePartitions(frozenset(self.owned))] if self.owned else []
+
+    def session_timeout_wanted(self) -> bool:
+        """True once, when the member has joined: the driver should then ask the broker
+        for the group's session timeout (``DescribeSessionTimeout``) while idle."""
+        if self._session_timeout_asked or self.state not in _MEMBER:
+            return False
+        self._session_timeout_asked = True
+        return True
+
+    def session_timeout_learned(self, timeout_ms: int | None) -> None:
+        """The group's session timeout as the broker gave it (None: it could not say;
+        the default stays)."""
+        if timeout_ms is not None and timeout_ms > 0:
+            self.session_timeout_ms = timeout_ms
 
     # ------------------------------------------------------------------ inputs from the app
     def update_subscription(
@@ -453,9 +530,12 @@ class ConsumerMembership:
     # ------------------------------------------------------------------ main step
     def tick(self, now: float, resolve: TopicResolver) -> list[ConsumerAction]:
         """What to do next (called when no action of a previous batch is pending)."""
-        st = self.state
-        if st in (ConsumerMemberState.CLOSED, ConsumerMemberState.FAILED):
+        if self.state in (ConsumerMemberState.CLOSED, ConsumerMemberState.FAILED):
             return []
+        expired = self.expire_session(now)
+        if expired:
+            return expired + self._release("lost", then="rejoin")
+        st = self.state
         if st is ConsumerMemberState.STALE:
             if self.poll_timed_out:
                 return []
@@ -810,6 +890,7 @@ class ConsumerMembership:
 
     def _accepted(self, resp: ConsumerGroupHeartbeatResponse, carried: _Sent, now: float) -> bool:
         self._reset_backoff()
+        self._session_alive_at = now
         if resp.member_id:
             self.member_id = resp.member_id
         self.epoch = resp.member_epoch

@@ -17,6 +17,15 @@ protocol itself: ``poll`` records the poll time and waits while listener callbac
 running, so the records handed to the application and the callbacks never overlap;
 partitions about to be revoked are paused first, so no record of them is returned while
 their revocation (and commit) is in progress.
+
+A member whose session has surely expired at the broker (no answer for longer than the
+session timeout, by the machine's clock: ``expire_session``) stops handing out records of
+the partitions it held at once: the heartbeat loop, which wakes at the session's
+deadline, and every ``poll`` check the clock and pause those partitions (the consumer then
+drops what it had buffered of them); the main loop then calls the lost listener, removes
+them, and rejoins once the coordinator answers again. Its waits on the network (the
+coordinator lookup, an automatic commit) end at the session's deadline, so it is free to
+do so.
 """
 
 from __future__ import annotations
@@ -119,7 +128,9 @@ class GroupClient(Protocol):
         lane: Lane = ...,
     ) -> Response | None: ...
 
-    async def negotiated_version(self, node_id: int | None, api_key: int, *, lane: Lane = ...) -> int: ...
+    async def negotiated_version(
+        self, node_id: int | None, api_key: int, *, lane: Lane = ..., timeout_ms: float | None = ...
+    ) -> int: ...
 
     async def find_coordinator(
         self, key: str, key_type: Any = ..., *, timeout_ms: float | None = None
@@ -375,8 +386,10 @@ class GroupCoordinator:
         if self._main_task is None:
             await self.start()
         self._raise_pending()
+        now = self._now()
+        self._expire_session(now)
         # Hot path (every getmany/chunk): wake the loops only when there is news.
-        resumed = self._m.polled(self._now())
+        resumed = self._m.polled(now)
         if self._sync_subscription() or resumed:
             self._kick()
         if not self._app_idle.is_set():
@@ -395,6 +408,29 @@ class GroupCoordinator:
             self._sub.is_subscribed != self._seen_subscription[1]
         ):
             self._wake.set()
+
+    def _expire_session(self, now: float) -> None:
+        """If the session has run out (see the module docstring), stop handing out records
+        of the partitions held, now, and let the main loop declare them lost."""
+        before = self._m.sessions_lost
+        for action in self._m.expire_session(now):
+            assert isinstance(action, FreezePartitions)
+            self._freeze(action.partitions)
+        if self._m.sessions_lost != before:
+            self._wake.set()
+
+    def _session_budget_ms(self, timeout_ms: float) -> float:
+        """``timeout_ms``, cut short at the session's deadline: a wait of the main loop
+        must not keep it from declaring the partitions of an expired session lost."""
+        deadline = self._m.session_deadline()
+        if deadline is None:
+            return timeout_ms
+        return min(timeout_ms, max(deadline - self._now() + 1.0, 1.0))
+
+    def _freeze(self, partitions: Iterable[TopicPartition]) -> None:
+        tps = [tp for tp in partitions if self._sub.is_assigned(tp)]
+        if tps:
+            self._sub.pause(*tps)
 
     def _sync_subscription(self) -> bool:
         seen = (self._sub.subscription_version, self._sub.is_subscribed)
@@ -538,8 +574,14 @@ class GroupCoordinator:
                 return []
             if action.invalidate:
                 self._client.invalidate_coordinator(self.group_id)
+            request_timeout = getattr(getattr(self._client, "config", None), "request_timeout_ms", None)
+            lookup_ms = float(request_timeout) if isinstance(request_timeout, int | float) else 30000.0
             try:
-                node = await self._io(self._client.find_coordinator(self.group_id))
+                node = await self._io(
+                    self._client.find_coordinator(
+                        self.group_id, timeout_ms=self._session_budget_ms(lookup_ms)
+                    )
+                )
             except asyncio.CancelledError:
                 if self._interrupted_by_close():
                     return []
@@ -623,9 +665,7 @@ class GroupCoordinator:
             return []
 
         if isinstance(action, FreezePartitions):
-            tps = [tp for tp in action.partitions if self._sub.is_assigned(tp)]
-            if tps:
-                self._sub.pause(*tps)
+            self._freeze(action.partitions)
             return []
 
         if isinstance(action, InvokeListener):
@@ -638,7 +678,8 @@ class GroupCoordinator:
                 offsets = {tp: o for tp, o in offsets.items() if tp in action.partitions}
             if offsets:
                 try:
-                    await self._commit(offsets, self._api_timeout_ms)
+                    # A commit that cannot complete within the session is refused anyway.
+                    await self._commit(offsets, self._session_budget_ms(self._api_timeout_ms))
                 except asyncio.CancelledError:
                     if self._interrupted_by_close():
                         return []
@@ -699,7 +740,7 @@ class GroupCoordinator:
             return
         try:
             version = await self._client.negotiated_version(
-                node, LeaveGroupRequest.API_KEY, lane=Lane.COORDINATOR
+                node, LeaveGroupRequest.API_KEY, lane=Lane.COORDINATOR, timeout_ms=5000
             )
             req = leave_group_request(
                 self.group_id, action.member_id, action.group_instance_id, action.reason, version
@@ -749,22 +790,30 @@ class GroupCoordinator:
             while not self._closed:
                 self._hb_wake.clear()
                 now = self._now()
+                self._expire_session(now)
                 req = m.heartbeat_request(now)
+                session_end = m.session_deadline()
                 if req is None:
                     if m.coordinator is None:
                         self._wake.set()  # the main loop looks the coordinator up
                     delay = m.time_to_heartbeat(now)
+                    if session_end is not None:  # wake to expire the session on time
+                        until_end = session_end - now + 1.0
+                        delay = until_end if delay is None else min(delay, until_end)
                     try:
                         async with _backend.timeout(None if delay is None else max(delay, 1.0) / 1000):
                             await self._hb_wake.wait()
                     except TimeoutError:
                         pass
                     continue
+                timeout_ms = self._heartbeat_timeout_ms()
+                if session_end is not None:  # no answer by then: the session is over anyway
+                    timeout_ms = min(timeout_ms, max(session_end - now + 1.0, 1.0))
                 try:
                     resp = await self._client.send(
                         req,
                         node_id=m.coordinator,
-                        timeout_ms=self._heartbeat_timeout_ms(),
+                        timeout_ms=timeout_ms,
                         lane=Lane.COORDINATOR,
                     )
                 except (asyncio.CancelledError, _backend.cancelled_exc()):
@@ -914,7 +963,10 @@ class GroupCoordinator:
         deadline: float,
     ) -> OffsetCommitResponse:
         version = await self._client.negotiated_version(
-            node, OffsetCommitRequest.API_KEY, lane=Lane.COORDINATOR
+            node,
+            OffsetCommitRequest.API_KEY,
+            lane=Lane.COORDINATOR,
+            timeout_ms=max(deadline - self._now(), 1.0),
         )
         ids = self._topic_ids({tp.topic for tp in offsets})
         if version >= 10 and any(i == _ZERO_UUID for i in ids.values()):
@@ -1005,7 +1057,10 @@ class GroupCoordinator:
     ) -> tuple[dict[TopicPartition, OffsetAndMetadata | None], int]:
         """One OffsetFetch; returns the offsets and the first (group or partition) error code."""
         version = await self._client.negotiated_version(
-            node, OffsetFetchRequest.API_KEY, lane=Lane.COORDINATOR
+            node,
+            OffsetFetchRequest.API_KEY,
+            lane=Lane.COORDINATOR,
+            timeout_ms=max(deadline - self._now(), 1.0),
         )
         by_topic: dict[str, list[int]] = {}
         for tp in tps:

@@ -26,6 +26,16 @@ happens at the next ``tick``.
 
 Every request action carries the ``attempt`` it belongs to; a reset (fencing, a new join,
 close) bumps the attempt so that a response arriving for an abandoned exchange is ignored.
+
+A lost session: the broker expires a member it has not heard from for
+``session_timeout_ms``, and hands its partitions to others. The machine keeps its own
+clock of that session (the last answer that proved it alive: a heartbeat answered, a
+join or sync completed); once it has run out (``expire_session``, called by the driver
+from its heartbeat loop and by ``tick``), the member is surely out of the group, so it
+stops handing out records of what it held at once (``FreezePartitions``), forgets its
+member id and generation, and at the next ``tick`` declares those partitions lost (the
+lost listener, no commit: the broker would refuse it, and the new owner starts from the
+committed offsets) before finding the coordinator and joining again.
 """
 
 from __future__ import annotations
@@ -376,6 +386,12 @@ class Membership:
         self._heartbeat_inflight = False
         self._next_heartbeat = now
         self._last_heartbeat_ok = now
+        # Session clock (see the module docstring): when the broker last proved our
+        # session alive, and whether the partitions of an expired one are still to be
+        # declared lost.
+        self._session_alive_at = now
+        self._lost_pending = False
+        self.sessions_lost = 0
         # leader bookkeeping: partition counts the assignment was computed from
         self.is_leader = False
         self.assigned_topic_counts: dict[str, int] = {}
@@ -419,11 +435,53 @@ class Membership:
         deadlines: list[float] = []
         if self._backoff_until > now:
             deadlines.append(self._backoff_until)
+        session_end = self.session_deadline()
+        if session_end is not None:
+            deadlines.append(session_end + 1)
         if self.in_group and not self.poll_timed_out:
             deadlines.append(self.last_poll + self.settings.max_poll_interval_ms)
         if self.state is MemberState.STABLE and self.settings.enable_auto_commit:
             deadlines.append(self._next_auto_commit)
         return min(deadlines) if deadlines else None
+
+    # ------------------------------------------------------------------ session
+    def session_deadline(self) -> float | None:
+        """When the broker has surely expired this member if no answer proves its session
+        alive before (None: no session to lose now). Not while a JoinGroup is in flight:
+        the broker keeps a member waiting for a join alive for the rebalance timeout."""
+        if self.generation < 0 or not self.member_id:
+            return None
+        if self.state in (MemberState.JOINING, MemberState.CLOSED, MemberState.FAILED):
+            return None
+        return self._session_alive_at + self.settings.session_timeout_ms
+
+    def expire_session(self, now: float) -> list[Action]:
+        """Past ``session_deadline``: leave the generation, and stop handing out records of
+        the partitions held (returned as ``FreezePartitions``, for the driver to apply at
+        once; the next ``tick`` declares them lost). [] while the session may be alive."""
+        deadline = self.session_deadline()
+        if deadline is None or now <= deadline:
+            return []
+        log.warning(
+            "group %s: member %s heard nothing from the coordinator for %d ms, longer than "
+            "session_timeout_ms (%d): the broker has expired it; its partitions %s are lost, rejoining",
+            self.settings.group_id,
+            self.member_id,
+            now - self._session_alive_at,
+            self.settings.session_timeout_ms,
+            sorted(self.owned),
+        )
+        self.sessions_lost += 1
+        self._reset_generation(reset_member_id=True)
+        self._attempt += 1  # an exchange in flight belongs to the expired session
+        self.state = MemberState.UNJOINED
+        self._request_rejoin("session expired")
+        self._coordinator_lost(now)
+        self._lost_pending = bool(self.owned)
+        return [FreezePartitions(frozenset(self.owned))] if self.owned else []
+
+    def _session_alive(self, now: float) -> None:
+        self._session_alive_at = now
 
     # ------------------------------------------------------------------ inputs from the app
     def update_subscription(self, topics: Iterable[str], subscribed: bool = True) -> None:
@@ -463,6 +521,12 @@ class Membership:
         """What to do next when nothing is in flight. Returns [] when idle."""
         if self.state in (MemberState.CLOSED, MemberState.FAILED):
             return []
+        expired = self.expire_session(now)
+        if self._lost_pending:
+            # Declared lost before anything else: no commit, the lost listener, removed.
+            self._lost_pending = False
+            if self.owned:
+                return expired + self._give_up(self.owned, lost=True)
         if self.state in (
             MemberState.PREPARING,
             MemberState.JOINING,
@@ -590,6 +654,7 @@ class Membership:
             self.leader_id = resp.leader
             self._reset_backoff()
             self._last_heartbeat_ok = now
+            self._session_alive(now)
             self._next_heartbeat = now + self.settings.heartbeat_interval_ms
             if resp.leader == resp.member_id and not resp.skip_assignment:
                 self.is_leader = True
@@ -715,6 +780,7 @@ class Membership:
             self.rebalance_ms_total += self.last_rebalance_ms
         self._reset_backoff()
         self._last_heartbeat_ok = now
+        self._session_alive(now)
         self._next_heartbeat = now + self.settings.heartbeat_interval_ms
         self._next_auto_commit = now + self.settings.auto_commit_interval_ms
         unexpected = {tp.topic for tp in assigned} - self.topics
@@ -828,10 +894,12 @@ class Membership:
             return  # answer for an older generation
         if error_code == NONE:
             self._last_heartbeat_ok = now
+            self._session_alive(now)
             return
         if error_code == REBALANCE_IN_PROGRESS:
             # The broker keeps the session alive while it waits for us to rejoin.
             self._last_heartbeat_ok = now
+            self._session_alive(now)
             if self.state is MemberState.STABLE:
                 self._request_rejoin("group is rebalancing")
             return
