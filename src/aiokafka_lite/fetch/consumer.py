@@ -64,7 +64,7 @@ _UNKNOWN_TOPIC_OR_PARTITION = 3
 # records when it is fast.
 _YIELD_INTERVAL_S = 0.002
 _CHECK_SPACING_S = 0.0005
-_MAX_CHECK_EVERY = 256
+_MAX_CHECK_EVERY = 1024
 
 
 class _PositionsAwaitable:
