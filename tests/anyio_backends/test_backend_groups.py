@@ -4,13 +4,18 @@ leave on close; a later member resumes from the committed offsets."""
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
+from typing import Any
 
 import anyio
 import pytest
 
 from aiokafka_lite import Consumer
 from aiokafka_lite.errors import CommitFailedError
+from aiokafka_lite.net import Client
+from aiokafka_lite.net.connection import BrokerConnection, _open_stream, _open_tcp
 from aiokafka_lite.structs import TopicPartition as TP
+from aiokafka_lite.testing.proxy import BlackholeProxy
 from aiokafka_lite.testing.threaded import ThreadedCluster
 
 from .conftest import FAST, UnretrievedErrors, client_tasks_running
@@ -73,3 +78,81 @@ async def test_two_members_share_the_partitions(
     assert unretrieved.check() == []
 
     await assert_late_member_finds_nothing_left(bootstrap, group, topic, **GROUP)
+
+
+LOST_SESSION_GROUP_CONFIGS = {
+    "group.consumer.heartbeat.interval.ms": "200",
+    "group.consumer.min.heartbeat.interval.ms": "100",
+    "group.consumer.session.timeout.ms": "6000",
+    "group.consumer.min.session.timeout.ms": "1000",
+}
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+async def test_member_cut_off_past_its_session_stops_and_resumes_from_the_commits(
+    anyio_backend: str, kafka_threaded_cluster_factory: Callable[..., ThreadedCluster], protocol: str
+) -> None:
+    """Through a proxy that silently drops everything, a member's session runs out: it
+    declares its partitions lost (no commit) and hands out nothing more of them, though it
+    had records of them buffered; once the network heals it rejoins and reads on from the
+    committed offsets, so exactly the records it had not committed come again."""
+    cluster = kafka_threaded_cluster_factory(brokers=1, configs=LOST_SESSION_GROUP_CONFIGS)
+    bootstrap = cluster.bootstrap
+    topic = f"lost-{protocol}-{anyio_backend}"
+    sent = await fill_topic(bootstrap, topic, 2, 200)
+    host, port = bootstrap.split(",")[0].rsplit(":", 1)
+    opener = _open_tcp if anyio_backend == "asyncio" else _open_stream
+
+    lost: list[set[TP]] = []
+    lost_called = anyio.Event()
+
+    class Listener:
+        async def on_partitions_lost(self, tps: set[TP]) -> None:
+            lost.append(set(tps))
+            lost_called.set()
+
+    options: dict[str, Any] = {"group_protocol": protocol, "auto_offset_reset": "earliest"}
+    options["enable_auto_commit"] = False
+    if protocol == "classic":
+        options.update(session_timeout_ms=6000, heartbeat_interval_ms=200)
+    with BlackholeProxy(host, int(port)) as proxy:
+
+        async def via_proxy(conn: BrokerConnection) -> None:
+            conn.host, conn.port = proxy.host, proxy.port
+            await opener(conn)
+
+        client = Client(bootstrap, opener=via_proxy, **FAST)
+        seen: list[tuple[int, int]] = []
+        async with (
+            client,
+            Consumer(
+                client=client, group_id=f"g-lost-{protocol}", topics=topic, listener=Listener(), **options
+            ) as consumer,
+        ):
+            with anyio.fail_after(30):
+                while len(seen) < 10:
+                    batch = await consumer.getmany(timeout_ms=200, max_records=10 - len(seen))
+                    seen.extend((r.partition, r.offset) for recs in batch.values() for r in recs)
+                await consumer.commit()
+                uncommitted: list[tuple[int, int]] = []
+                while not uncommitted:
+                    batch = await consumer.getmany(timeout_ms=200, max_records=10)
+                    uncommitted.extend((r.partition, r.offset) for recs in batch.values() for r in recs)
+            seen.extend(uncommitted)
+            assert len(seen) < len(sent)  # the rest is buffered or still to be fetched
+
+            proxy.blackhole()
+            with anyio.fail_after(30):  # 6 s of session, and the heartbeat loop's own clock
+                await lost_called.wait()
+            assert lost == [{TP(topic, 0), TP(topic, 1)}]
+            for _ in range(5):  # nothing of the lost partitions, buffered or not
+                assert await consumer.getmany(timeout_ms=100) == {}
+
+            proxy.restore()
+            again: list[tuple[int, int]] = []
+            with anyio.fail_after(60):
+                while len(set(seen) | set(again)) < len(sent):
+                    batch = await consumer.getmany(timeout_ms=200)
+                    again.extend((r.partition, r.offset) for recs in batch.values() for r in recs)
+    assert len(again) == len(set(again))
+    assert set(seen) & set(again) == set(uncommitted)  # read on from the committed offsets
