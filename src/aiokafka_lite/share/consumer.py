@@ -2,8 +2,9 @@
 
 ::
 
-    async with ShareConsumer("127.0.0.1:9092", group_id="jobs", topics=["jobs"]) as consumer:
-        async for record in consumer:          # implicit mode: accepted once the next is taken
+    consumer = ShareConsumer("127.0.0.1:9092", group_id="jobs", topics=["jobs"])
+    async with consumer:
+        async for record in consumer:  # implicit mode: accepted once the next is taken
             await handle(record)
 
     async with ShareConsumer(..., acknowledgement_mode="explicit") as consumer:
