@@ -42,7 +42,9 @@ def test_every_option_of_every_options_class_has_a_row() -> None:
     for section in gen.sections():
         for f in dataclasses.fields(section.cls):
             site_name = "_<wbr>".join(f.name.split("_"))  # breaks between words only
-            assert f"| <code>{site_name}</code> |" in page, f"{section.cls.__name__}.{f.name} missing from docs"
+            assert f"| <code>{site_name}</code> |" in page, (
+                f"{section.cls.__name__}.{f.name} missing from docs"
+            )
             assert f"| `{f.name}` |" in readme, f"{section.cls.__name__}.{f.name} missing from README"
 
 
