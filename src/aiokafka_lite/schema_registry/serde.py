@@ -1,0 +1,195 @@
+"""What the three serializer families share: the wire format, subject naming and schema-id caching.
+
+Wire format (Confluent's): byte 0 is the magic 0, bytes 1-4 the schema id (big-endian), then the
+payload (Protobuf puts its message indexes before the payload).
+
+A registry lookup is I/O, so it never happens inside the synchronous call: ``await
+serializer.prepare(topic)`` (or one ``await serializer.serialize_async(obj, ctx)``) resolves and caches
+the schema id of that topic's subject; after that ``serializer(obj)`` (one prepared topic) or
+``serializer.serialize(obj, ctx)`` is a plain synchronous function with no I/O, fit for a producer's
+``value_serializer``. Deserializers likewise: ``deserialize_async`` fetches an unknown writer schema,
+``deserializer(data)`` decodes with the schemas already cached and raises
+:class:`SchemaNotResolvedError` for an unseen id (``await deserializer.prefetch(data)`` resolves it).
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .client import RegisteredSchema, Schema, SchemaReference, SchemaRegistryClient
+from .errors import SchemaNotResolvedError, SerializationError
+
+MAGIC_BYTE = 0
+_HEADER = struct.Struct(">bI")
+
+
+class MessageField(enum.StrEnum):
+    KEY = "key"
+    VALUE = "value"
+
+
+@dataclass(frozen=True)
+class SerializationContext:
+    """The record a serializer works for: its topic, key or value, and (readable) headers."""
+
+    topic: str
+    field: MessageField = MessageField.VALUE
+    headers: Sequence[tuple[str, bytes | None]] | None = None
+
+
+SubjectNameStrategy = Callable[[SerializationContext, str | None], str]
+
+
+def topic_subject_name_strategy(ctx: SerializationContext, record_name: str | None) -> str:
+    """``<topic>-key`` / ``<topic>-value`` (Confluent's default)."""
+    return f"{ctx.topic}-{ctx.field.value}"
+
+
+def record_subject_name_strategy(ctx: SerializationContext, record_name: str | None) -> str:
+    """The record's fully qualified name (the same subject on every topic)."""
+    if not record_name:
+        raise SerializationError("record_subject_name_strategy needs a record name (Avro name, Protobuf message, JSON title)")
+    return record_name
+
+
+def topic_record_subject_name_strategy(ctx: SerializationContext, record_name: str | None) -> str:
+    """``<topic>-<record name>``."""
+    return f"{ctx.topic}-{record_subject_name_strategy(ctx, record_name)}"
+
+
+def frame(schema_id: int, payload: bytes) -> bytes:
+    return _HEADER.pack(MAGIC_BYTE, schema_id) + payload
+
+
+def unframe(data: bytes) -> tuple[int, memoryview]:
+    """The schema id and the payload after the 5-byte header; SerializationError if not framed."""
+    if len(data) < 5 or data[0] != MAGIC_BYTE:
+        raise SerializationError(
+            f"not Confluent-framed data: expected magic byte 0 and a 4-byte schema id, got {bytes(data[:5])!r} "
+            "(was it written without a schema registry serializer?)"
+        )
+    return int.from_bytes(data[1:5], "big"), memoryview(data)[5:]
+
+
+async def referenced_schemas(client: SchemaRegistryClient, references: Sequence[SchemaReference]) -> list[Schema]:
+    """The schemas ``references`` name, each one's own references before it (dependencies first)."""
+    ordered: list[Schema] = []
+    for ref in references:
+        registered = await client.get_version(ref.subject, ref.version)
+        ordered += await referenced_schemas(client, registered.schema.references)
+        ordered.append(registered.schema)
+    return ordered
+
+
+class SchemaSerializerBase:
+    """Resolves and caches, per subject, the id of the schema records are written with.
+
+    ``auto_register``: register the schema (Confluent's ``auto.register.schemas``, default on);
+    otherwise it must already be registered (looked up). ``use_latest_version``: write with the
+    subject's latest registered schema instead. ``normalize``: ask the registry to normalize.
+    """
+
+    schema_type = "AVRO"
+
+    def __init__(
+        self,
+        client: SchemaRegistryClient,
+        schema: Schema | None,
+        *,
+        auto_register: bool = True,
+        use_latest_version: bool = False,
+        normalize: bool = False,
+        subject_name_strategy: SubjectNameStrategy = topic_subject_name_strategy,
+        field: MessageField = MessageField.VALUE,
+    ) -> None:
+        if schema is None and not use_latest_version:
+            raise ValueError("a schema is needed unless use_latest_version=True")
+        if use_latest_version and auto_register:
+            auto_register = False  # Confluent's rule: use.latest.version excludes auto-registering
+        self._client = client
+        self._schema = schema
+        self._auto_register = auto_register
+        self._use_latest = use_latest_version
+        self._normalize = normalize
+        self._subject_name = subject_name_strategy
+        self._field = field
+        self._by_topic: dict[str, tuple[int, Any]] = {}
+        self._by_subject: dict[str, tuple[int, Any]] = {}
+
+    @property
+    def record_name(self) -> str | None:
+        return None
+
+    async def prepare(self, topic: str, field: MessageField | None = None) -> int:
+        """Resolve (register, look up or fetch latest) this topic's schema id; cached afterwards."""
+        ctx = SerializationContext(topic, field or self._field)
+        cached = self._by_topic.get(topic)
+        if cached is not None and ctx.field == self._field:
+            return cached[0]
+        subject = self._subject_name(ctx, self.record_name)
+        entry = self._by_subject.get(subject)
+        if entry is None:
+            if self._use_latest:
+                registered: RegisteredSchema = await self._client.get_latest_version(subject)
+                schema = registered.schema
+            else:
+                assert self._schema is not None
+                schema = self._schema
+                if self._auto_register:
+                    registered = await self._client.register_schema_full_response(
+                        subject, schema, normalize=self._normalize
+                    )
+                else:
+                    registered = await self._client.lookup_schema(subject, schema)
+            writer = await self._writer_for(schema)
+            entry = (registered.schema_id, writer)
+            self._by_subject[subject] = entry
+        if ctx.field == self._field:
+            self._by_topic[topic] = entry
+        return entry[0]
+
+    async def _writer_for(self, schema: Schema) -> Any:
+        """The format's compiled writer for ``schema`` (parsed Avro schema, validator, ...)."""
+        return None
+
+    def _encode(self, obj: Any, writer: Any, ctx: SerializationContext | None) -> bytes:
+        raise NotImplementedError
+
+    def _entry(self, ctx: SerializationContext | None) -> tuple[int, Any]:
+        if ctx is None:
+            if len(self._by_topic) != 1:
+                raise SchemaNotResolvedError(
+                    f"{type(self).__name__}(obj) without a context needs exactly one prepared topic, "
+                    f"have {sorted(self._by_topic)}: await serializer.prepare(topic) first, "
+                    "or call serialize(obj, ctx)"
+                )
+            return next(iter(self._by_topic.values()))
+        entry = self._by_topic.get(ctx.topic) if ctx.field == self._field else None
+        if entry is None:
+            entry = self._by_subject.get(self._subject_name(ctx, self.record_name))
+        if entry is None:
+            raise SchemaNotResolvedError(
+                f"the schema for topic {ctx.topic!r} ({ctx.field.value}) is not resolved yet: "
+                "await serializer.prepare(topic) or serializer.serialize_async(obj, ctx) first"
+            )
+        return entry
+
+    def serialize(self, obj: Any, ctx: SerializationContext | None = None) -> bytes | None:
+        """Sync fast path (no I/O): the framed bytes of ``obj`` (None stays None, a tombstone)."""
+        if obj is None:
+            return None
+        schema_id, writer = self._entry(ctx)
+        return frame(schema_id, self._encode(obj, writer, ctx))
+
+    __call__ = serialize
+
+    async def serialize_async(self, obj: Any, ctx: SerializationContext) -> bytes | None:
+        """Resolve the schema when needed, then serialize."""
+        if obj is None:
+            return None
+        await self.prepare(ctx.topic, ctx.field)
+        return self.serialize(obj, ctx)
