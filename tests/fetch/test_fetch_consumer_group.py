@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from fetch_testlib import fill, take
 
 from aiokafka_lite.broker import EmbeddedCluster
@@ -59,3 +61,33 @@ async def test_manual_assignment_with_group_commits(kafka_cluster: EmbeddedClust
     ) as c:
         c.assign([tp])
         assert await c.position(tp) == 10  # from the committed offset, not auto_offset_reset
+
+
+async def test_auto_commit_commits_only_records_handed_out(kafka_cluster: EmbeddedCluster) -> None:
+    """With records fetched far beyond what the loop took, the periodic auto-commit
+    commits the position after the last record handed out, never the fetch position."""
+    kafka_cluster.create_topic("ac", 1)
+    tp = TopicPartition("ac", 0)
+    await fill(kafka_cluster.bootstrap, {tp: 500}, batch=250)
+    async with Consumer(
+        kafka_cluster.bootstrap,
+        topics=["ac"],
+        group_id="auto",
+        auto_offset_reset="earliest",
+        auto_commit_interval_ms=100,
+        **OPTS,
+    ) as consumer:
+        got = await take(consumer, 37)
+        assert [r.offset for r in got] == list(range(37))
+        fetcher = consumer.fetcher
+        assert fetcher is not None
+        last = fetcher.buffer.last(tp)
+        assert last is not None and last.next_fetch_offset > 37  # fetched beyond the loop
+        seen: list[int | None] = []
+        async with asyncio.timeout(30):
+            while not seen or seen[-1] != 37:
+                seen.append(await consumer.committed(tp))
+                await asyncio.sleep(0.05)
+        assert all(c is None or c <= 37 for c in seen), seen
+        # The loop goes on from there: the next record is 37.
+        assert [r.offset for r in await take(consumer, 3)] == [37, 38, 39]
