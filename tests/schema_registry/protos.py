@@ -12,7 +12,15 @@ from google.protobuf.message_factory import GetMessageClass
 F = descriptor_pb2.FieldDescriptorProto
 
 
-def _field(message: descriptor_pb2.DescriptorProto, name: str, number: int, kind: int, *, type_name: str = "", repeated: bool = False) -> None:
+def _field(
+    message: descriptor_pb2.DescriptorProto,
+    name: str,
+    number: int,
+    kind: int,
+    *,
+    type_name: str = "",
+    repeated: bool = False,
+) -> None:
     field = message.field.add(name=name, number=number, type=kind)
     field.label = F.LABEL_REPEATED if repeated else F.LABEL_OPTIONAL
     if type_name:
@@ -20,7 +28,9 @@ def _field(message: descriptor_pb2.DescriptorProto, name: str, number: int, kind
 
 
 def common_file() -> descriptor_pb2.FileDescriptorProto:
-    file = descriptor_pb2.FileDescriptorProto(name="shop/common.proto", package="shop.common", syntax="proto3")
+    file = descriptor_pb2.FileDescriptorProto(
+        name="shop/common.proto", package="shop.common", syntax="proto3"
+    )
     money = file.message_type.add(name="Money")
     _field(money, "currency", 1, F.TYPE_STRING)
     _field(money, "units", 2, F.TYPE_INT64)

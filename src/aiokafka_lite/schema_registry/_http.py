@@ -87,18 +87,22 @@ class HttpServer:
                 try:
                     response = await self._handler(request)
                 except Exception as exc:  # the registry answers 500 as Confluent's does, never drops the link
-                    response = Response(500, {"error_code": 50001, "message": f"Error in the backend: {exc!r}"})
+                    response = Response(
+                        500, {"error_code": 50001, "message": f"Error in the backend: {exc!r}"}
+                    )
                 keep_alive = request.headers.get("connection", "").lower() != "close"
                 await self._write(writer, response, keep_alive=keep_alive)
                 if not keep_alive:
                     return
         except (ConnectionError, asyncio.IncompleteReadError, OSError):
             return
+        except asyncio.CancelledError:
+            # Only the loop's shutdown cancels a connection task; ending quietly keeps asyncio's
+            # stream callback (Python 3.11) from logging the cancellation as an unhandled error.
+            return
         finally:
             self._connections.pop(task, None)
             writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
 
     @staticmethod
     async def _read_request(reader: asyncio.StreamReader) -> Request | Response | None:

@@ -138,7 +138,9 @@ class AvroDeserializer:
         if self._reader is None and self._reader_schema is not None:
             self._reader = await _parse_avro(self._client, self._reader_schema)
         if schema_id not in self._writers:
-            self._writers[schema_id] = await _parse_avro(self._client, await self._client.get_schema(schema_id))
+            self._writers[schema_id] = await _parse_avro(
+                self._client, await self._client.get_schema(schema_id)
+            )
 
     def deserialize(self, data: bytes | None, ctx: SerializationContext | None = None) -> Any:
         """Sync path: decode with cached schemas; SchemaNotResolvedError for an unseen schema id."""

@@ -235,7 +235,10 @@ class SchemaRegistryClient:
         if cached is not None and cached.version > 0:
             return cached
         answer = await self._request(
-            "POST", f"subjects/{_quote(subject)}/versions", body=schema.to_dict(), params={"normalize": normalize}
+            "POST",
+            f"subjects/{_quote(subject)}/versions",
+            body=schema.to_dict(),
+            params={"normalize": normalize},
         )
         schema_id = int(answer["id"])
         if "version" not in answer:
@@ -245,7 +248,9 @@ class SchemaRegistryClient:
         self._remember(registered)
         return registered
 
-    async def get_schema(self, schema_id: int, *, subject: str | None = None, fmt: str | None = None) -> Schema:
+    async def get_schema(
+        self, schema_id: int, *, subject: str | None = None, fmt: str | None = None
+    ) -> Schema:
         """The schema with this global id (cached forever: an id never changes its schema)."""
         if fmt is None and schema_id in self._schema_by_id:
             return self._schema_by_id[schema_id]
@@ -293,10 +298,14 @@ class SchemaRegistryClient:
         return [str(s) for s in await self._request("GET", "subjects", params=params)]
 
     async def get_versions(self, subject: str, *, deleted: bool = False) -> list[int]:
-        answer = await self._request("GET", f"subjects/{_quote(subject)}/versions", params={"deleted": deleted})
+        answer = await self._request(
+            "GET", f"subjects/{_quote(subject)}/versions", params={"deleted": deleted}
+        )
         return [int(v) for v in answer]
 
-    async def get_version(self, subject: str, version: int | str, *, deleted: bool = False) -> RegisteredSchema:
+    async def get_version(
+        self, subject: str, version: int | str, *, deleted: bool = False
+    ) -> RegisteredSchema:
         """One version of a subject; ``version`` is a number or ``"latest"`` (``-1`` means latest too)."""
         if isinstance(version, int) and version > 0 and (subject, version) in self._by_version:
             return self._by_version[(subject, version)]
@@ -310,7 +319,11 @@ class SchemaRegistryClient:
     async def get_latest_version(self, subject: str) -> RegisteredSchema:
         now = time.monotonic()
         cached = self._latest.get(subject)
-        if cached is not None and self._latest_cache_ttl is not None and now - cached[0] < self._latest_cache_ttl:
+        if (
+            cached is not None
+            and self._latest_cache_ttl is not None
+            and now - cached[0] < self._latest_cache_ttl
+        ):
             return cached[1]
         registered = await self.get_version(subject, "latest")
         self._latest[subject] = (now, registered)
@@ -340,14 +353,13 @@ class SchemaRegistryClient:
     # --- compatibility and config ------------------------------------------------------------
 
     async def test_compatibility(
-        self, subject: str, schema: Schema, version: int | str = "latest"
+        self, subject: str, schema: Schema, version: int | str | None = None
     ) -> tuple[bool, list[str]]:
-        """Whether ``schema`` may follow ``version`` (``"all"``: every version) of ``subject``, and why not."""
-        path = (
-            f"compatibility/subjects/{_quote(subject)}/versions"
-            if version == "all"
-            else f"compatibility/subjects/{_quote(subject)}/versions/{version}"
-        )
+        """Whether registering ``schema`` would pass the subject's level (``version``: against that one
+        version only), and the registry's reasons if not."""
+        path = f"compatibility/subjects/{_quote(subject)}/versions"
+        if version is not None:
+            path += f"/{version}"
         answer = await self._request("POST", path, body=schema.to_dict(), params={"verbose": True})
         return bool(answer["is_compatible"]), [str(m) for m in answer.get("messages") or ()]
 
@@ -363,7 +375,9 @@ class SchemaRegistryClient:
     async def set_compatibility(self, level: str, subject: str | None = None) -> str:
         level = level.upper()
         if level not in COMPATIBILITY_LEVELS:
-            raise ValueError(f"compatibility level must be one of {', '.join(COMPATIBILITY_LEVELS)}, got {level!r}")
+            raise ValueError(
+                f"compatibility level must be one of {', '.join(COMPATIBILITY_LEVELS)}, got {level!r}"
+            )
         path = "config" if subject is None else f"config/{_quote(subject)}"
         answer = await self._request("PUT", path, body={"compatibility": level})
         return str(answer["compatibility"])

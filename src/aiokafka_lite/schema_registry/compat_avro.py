@@ -45,7 +45,30 @@ def parse(schema_str: str, references: list[str] | None = None) -> ParsedAvro:
         parsed = fastavro.parse_schema(json.loads(schema_str), named_schemas=named)
     except Exception as exc:
         raise ValueError(f"Invalid schema: {exc}") from exc
+    _check_declarations(json.loads(schema_str))
     return ParsedAvro(parsed, named)
+
+
+def _check_declarations(schema: Any) -> None:
+    """fastavro fills in a few omissions the Avro specification (and Confluent) reject."""
+    if isinstance(schema, list):
+        for branch in schema:
+            _check_declarations(branch)
+    elif isinstance(schema, dict):
+        kind = schema.get("type")
+        if kind == "record":
+            if not isinstance(schema.get("fields"), list):
+                raise ValueError(f"Invalid schema: record {schema.get('name')} has no fields list")
+            for field in schema["fields"]:
+                _check_declarations(field.get("type") if isinstance(field, dict) else None)
+        elif kind == "enum" and not schema.get("symbols"):
+            raise ValueError(f"Invalid schema: enum {schema.get('name')} has no symbols")
+        elif kind == "array":
+            _check_declarations(schema.get("items"))
+        elif kind == "map":
+            _check_declarations(schema.get("values"))
+        elif isinstance(kind, dict | list):
+            _check_declarations(kind)
 
 
 def check(reader: ParsedAvro, writer: ParsedAvro) -> list[str]:
@@ -78,13 +101,17 @@ class _Checker:
             for branch in reader:
                 if not self.check(branch, writer, path):
                     return []
-            return [f"{path}: reader union lacks a branch for writer type {_type_name(writer)} (MISSING_UNION_BRANCH)"]
+            return [
+                f"{path}: reader union lacks a branch for writer type {_type_name(writer)} (MISSING_UNION_BRANCH)"
+            ]
         reader_type = _type_name(reader)
         writer_type = _type_name(writer)
         if reader_type != writer_type:
             if isinstance(writer, str) and isinstance(reader, str) and reader in PROMOTIONS.get(writer, ()):
                 return []
-            return [f"{path}: reader type {reader_type} cannot read writer type {writer_type} (TYPE_MISMATCH)"]
+            return [
+                f"{path}: reader type {reader_type} cannot read writer type {writer_type} (TYPE_MISMATCH)"
+            ]
         if isinstance(reader, str):
             return []
         if reader_type == "record":
@@ -93,12 +120,16 @@ class _Checker:
             problems = self._names(reader, writer, path)
             missing = [s for s in writer["symbols"] if s not in reader["symbols"]]
             if missing and "default" not in reader:
-                problems.append(f"{path}symbols: reader lacks writer symbols {missing} (MISSING_ENUM_SYMBOLS)")
+                problems.append(
+                    f"{path}symbols: reader lacks writer symbols {missing} (MISSING_ENUM_SYMBOLS)"
+                )
             return problems
         if reader_type == "fixed":
             problems = self._names(reader, writer, path)
             if reader["size"] != writer["size"]:
-                problems.append(f"{path}size: fixed size {writer['size']} -> {reader['size']} (FIXED_SIZE_MISMATCH)")
+                problems.append(
+                    f"{path}size: fixed size {writer['size']} -> {reader['size']} (FIXED_SIZE_MISMATCH)"
+                )
             return problems
         if reader_type == "array":
             return self.check(reader["items"], writer["items"], f"{path}items/")
@@ -110,7 +141,11 @@ class _Checker:
         writer_name = writer["name"]
         aliases = set(reader.get("aliases") or ())
         short = writer_name.rsplit(".", 1)[-1]
-        if writer_name == reader["name"] or writer_name in aliases or short == reader["name"].rsplit(".", 1)[-1]:
+        if (
+            writer_name == reader["name"]
+            or writer_name in aliases
+            or short == reader["name"].rsplit(".", 1)[-1]
+        ):
             return []
         if short in {a.rsplit(".", 1)[-1] for a in aliases}:
             return []

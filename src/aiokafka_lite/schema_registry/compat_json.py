@@ -59,11 +59,21 @@ def check(reader: Any, writer: Any, path: str = "#") -> list[str]:
         if writer_types is None:
             problems.append(f"{path}: type narrowed to {sorted(reader_types)} (TYPE_NARROWED)")
         else:
-            uncovered = {t for t in writer_types if t not in reader_types and not (t == "integer" and "number" in reader_types)}
+            uncovered = {
+                t
+                for t in writer_types
+                if t not in reader_types and not (t == "integer" and "number" in reader_types)
+            }
             if uncovered:
-                problems.append(f"{path}: type {sorted(writer_types)} -> {sorted(reader_types)} (TYPE_CHANGED)")
+                problems.append(
+                    f"{path}: type {sorted(writer_types)} -> {sorted(reader_types)} (TYPE_CHANGED)"
+                )
     if "enum" in reader:
-        extra = [v for v in writer.get("enum", [None, object()]) if v not in reader["enum"]] if "enum" in writer else ["*"]
+        extra = (
+            [v for v in writer.get("enum", [None, object()]) if v not in reader["enum"]]
+            if "enum" in writer
+            else ["*"]
+        )
         if extra:
             problems.append(f"{path}: enum narrowed (ENUM_ARRAY_NARROWED)")
     if "const" in reader and reader.get("const") != writer.get("const"):
@@ -94,21 +104,29 @@ def _objects(reader: dict[str, Any], writer: dict[str, Any], path: str) -> list[
         elif writer_open:
             # Under the writer's open model the property may hold anything the additional schema allows.
             if check(reader_prop, writer_additional if writer_additional is not True else True, prop_path):
-                problems.append(f"{prop_path}: property added to an open content model (PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL)")
+                problems.append(
+                    f"{prop_path}: property added to an open content model (PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL)"
+                )
     for name, writer_prop in writer_props.items():
         if name in reader_props:
             continue
         prop_path = f"{path}/properties/{name}"
         if reader_additional is False:
-            problems.append(f"{prop_path}: property removed from a closed content model (PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL)")
+            problems.append(
+                f"{prop_path}: property removed from a closed content model (PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL)"
+            )
         elif reader_additional is not True and check(reader_additional, writer_prop, prop_path):
-            problems.append(f"{prop_path}: property removed, not covered by additionalProperties (PROPERTY_REMOVED_NOT_COVERED)")
+            problems.append(
+                f"{prop_path}: property removed, not covered by additionalProperties (PROPERTY_REMOVED_NOT_COVERED)"
+            )
     if writer_open and reader_additional is not True and reader_additional != writer_additional:
         if check(reader_additional, writer_additional, f"{path}/additionalProperties"):
             problems.append(f"{path}: additionalProperties narrowed (ADDITIONAL_PROPERTIES_NARROWED)")
     added_required = set(reader.get("required", ())) - set(writer.get("required", ()))
     if added_required:
-        problems.append(f"{path}: required properties added {sorted(added_required)} (REQUIRED_ATTRIBUTE_ADDED)")
+        problems.append(
+            f"{path}: required properties added {sorted(added_required)} (REQUIRED_ATTRIBUTE_ADDED)"
+        )
     return problems
 
 

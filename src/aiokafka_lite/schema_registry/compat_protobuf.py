@@ -50,7 +50,9 @@ def _kind(field: descriptor_pb2.FieldDescriptorProto) -> str:
     return "scalar"
 
 
-def check(reader: descriptor_pb2.FileDescriptorProto, writer: descriptor_pb2.FileDescriptorProto) -> list[str]:
+def check(
+    reader: descriptor_pb2.FileDescriptorProto, writer: descriptor_pb2.FileDescriptorProto
+) -> list[str]:
     """The reasons data written with ``writer`` may not be read with ``reader`` (empty: compatible)."""
     problems: list[str] = []
     if reader.package != writer.package:
@@ -71,7 +73,9 @@ def check(reader: descriptor_pb2.FileDescriptorProto, writer: descriptor_pb2.Fil
                 if old.label == FDP.LABEL_REQUIRED:
                     problems.append(f"{path}: required field removed (REQUIRED_FIELD_REMOVED)")
                 continue
-            if _kind(old) != _kind(new) or (old.label == FDP.LABEL_REPEATED) != (new.label == FDP.LABEL_REPEATED):
+            if _kind(old) != _kind(new) or (old.label == FDP.LABEL_REPEATED) != (
+                new.label == FDP.LABEL_REPEATED
+            ):
                 problems.append(f"{path}: field kind changed (FIELD_KIND_CHANGED)")
             elif _kind(old) == "scalar" and old.type != new.type:
                 if not any(old.type in group and new.type in group for group in _GROUPS):

@@ -136,7 +136,9 @@ class _Store:
             raise _subject_not_found(subject)
         return live
 
-    def _version(self, subject: str, version: int | str, *, deleted: bool, missing_code: int = 40402) -> _Version:
+    def _version(
+        self, subject: str, version: int | str, *, deleted: bool, missing_code: int = 40402
+    ) -> _Version:
         versions = self.versions(subject, deleted=deleted)
         if version in ("latest", -1, "-1"):
             return versions[-1]
@@ -144,8 +146,10 @@ class _Store:
             number = int(version)
         except ValueError:
             raise _RegistryError(
-                422, 42202, f"The specified version '{version}' is not a valid version id. "
-                "Allowed values are between [1, 2^31-1] and the string \"latest\""
+                422,
+                42202,
+                f"The specified version '{version}' is not a valid version id. "
+                'Allowed values are between [1, 2^31-1] and the string "latest"',
             ) from None
         if number < 1:
             raise _RegistryError(422, 42202, f"The specified version '{version}' is not a valid version id.")
@@ -153,7 +157,9 @@ class _Store:
             if entry.version == number:
                 return entry
         if missing_code == 42201:
-            raise _RegistryError(422, 42201, f"Invalid schema: reference {subject} version {number} not found")
+            raise _RegistryError(
+                422, 42201, f"Invalid schema: reference {subject} version {number} not found"
+            )
         raise _RegistryError(404, 40402, f"Version {number} not found.")
 
     def level(self, subject: str) -> str:
@@ -161,20 +167,28 @@ class _Store:
 
     # -- compatibility ---------------------------------------------------------------------------
 
-    def incompatibilities(self, subject: str, schema_type: str, parsed: Any, against: list[_Version], level: str) -> list[str]:
+    def incompatibilities(
+        self, subject: str, schema_type: str, parsed: Any, against: list[_Version], level: str
+    ) -> list[str]:
         if level == "NONE" or not against:
             return []
         targets = against if level.endswith("_TRANSITIVE") else against[-1:]
         problems: list[str] = []
         for old in targets:
             if old.schema.schema_type != schema_type:
-                problems.append(f"Incompatible because of different schema type: {old.schema.schema_type} -> {schema_type}")
+                problems.append(
+                    f"Incompatible because of different schema type: {old.schema.schema_type} -> {schema_type}"
+                )
                 continue
             old_parsed = self.parse(old.schema.schema_type, old.schema.schema_str, old.schema.references)
             if level.startswith(("BACKWARD", "FULL")):
-                problems += [f"{m}, version {old.version} (BACKWARD)" for m in _check(schema_type, parsed, old_parsed)]
+                problems += [
+                    f"{m}, version {old.version} (BACKWARD)" for m in _check(schema_type, parsed, old_parsed)
+                ]
             if level.startswith(("FORWARD", "FULL")):
-                problems += [f"{m}, version {old.version} (FORWARD)" for m in _check(schema_type, old_parsed, parsed)]
+                problems += [
+                    f"{m}, version {old.version} (FORWARD)" for m in _check(schema_type, old_parsed, parsed)
+                ]
         return problems
 
     # -- mutations -------------------------------------------------------------------------------
@@ -193,8 +207,9 @@ class _Store:
             if not existing:
                 del self.subjects[subject]
             raise _RegistryError(
-                409, 409,
-                f"Schema being registered is incompatible with an earlier schema for subject \"{subject}\", "
+                409,
+                409,
+                f'Schema being registered is incompatible with an earlier schema for subject "{subject}", '
                 f"details: {problems}",
             )
         stored = self.by_key.get(key)
@@ -240,15 +255,23 @@ class _Store:
             raise _subject_not_found(subject)
         for entry in versions:
             if self.referenced_by(subject, entry.version):
-                raise _RegistryError(422, 42206, f"One or more references exist to the schema {{subject={subject}, version={entry.version}}}.")
+                raise _RegistryError(
+                    422,
+                    42206,
+                    f"One or more references exist to the schema {{subject={subject}, version={entry.version}}}.",
+                )
         if permanent:
             if any(not v.deleted for v in versions):
-                raise _RegistryError(404, 40405, f"Subject '{subject}' was not deleted first before being permanently deleted")
+                raise _RegistryError(
+                    404, 40405, f"Subject '{subject}' was not deleted first before being permanently deleted"
+                )
             del self.subjects[subject]
             self.subject_levels.pop(subject, None)
             return [v.version for v in versions]
         if all(v.deleted for v in versions):
-            raise _RegistryError(404, 40404, f"Subject '{subject}' was soft deleted.Set permanent=true to delete permanently")
+            raise _RegistryError(
+                404, 40404, f"Subject '{subject}' was soft deleted.Set permanent=true to delete permanently"
+            )
         deleted = [v.version for v in versions if not v.deleted]
         for entry in versions:
             entry.deleted = True
@@ -257,16 +280,26 @@ class _Store:
     def delete_version(self, subject: str, version: str, *, permanent: bool) -> int:
         entry = self._version(subject, version, deleted=permanent)
         if self.referenced_by(subject, entry.version):
-            raise _RegistryError(422, 42206, f"One or more references exist to the schema {{subject={subject}, version={entry.version}}}.")
+            raise _RegistryError(
+                422,
+                42206,
+                f"One or more references exist to the schema {{subject={subject}, version={entry.version}}}.",
+            )
         if permanent:
             if not entry.deleted:
-                raise _RegistryError(404, 40407, f"Subject '{subject}' Version {entry.version} was not deleted first before being permanently deleted")
+                raise _RegistryError(
+                    404,
+                    40407,
+                    f"Subject '{subject}' Version {entry.version} was not deleted first before being permanently deleted",
+                )
             self.subjects[subject].remove(entry)
             if not self.subjects[subject]:
                 del self.subjects[subject]
         else:
             if entry.deleted:
-                raise _RegistryError(404, 40406, f"Subject '{subject}' Version {entry.version} was soft deleted.")
+                raise _RegistryError(
+                    404, 40406, f"Subject '{subject}' Version {entry.version} was soft deleted."
+                )
             entry.deleted = True
         return entry.version
 
@@ -281,14 +314,17 @@ def _check(schema_type: str, reader: Any, writer: Any) -> list[str]:
 
 def _schema_fields(body: Any) -> tuple[str, str, list[dict[str, Any]]]:
     if not isinstance(body, dict) or not isinstance(body.get("schema"), str):
-        raise _RegistryError(422, 42201, "Invalid schema: the request body needs a \"schema\" string")
+        raise _RegistryError(422, 42201, 'Invalid schema: the request body needs a "schema" string')
     schema_type = str(body.get("schemaType") or "AVRO").upper()
     if schema_type not in SCHEMA_TYPES:
         raise _RegistryError(422, 42201, f"Invalid schema: unknown schema type {schema_type}")
     references = body.get("references") or []
     if not isinstance(references, list):
         raise _RegistryError(422, 42201, "Invalid schema: references must be a list")
-    refs = [{"name": str(r["name"]), "subject": str(r["subject"]), "version": int(r["version"])} for r in references]
+    refs = [
+        {"name": str(r["name"]), "subject": str(r["subject"]), "version": int(r["version"])}
+        for r in references
+    ]
     return schema_type, str(body["schema"]), refs
 
 
@@ -398,21 +434,86 @@ class EmbeddedSchemaRegistry:
         routes: list[tuple[str, list[str], Callable[..., Response]]] = [
             ("GET", [], lambda: Response(200, {})),
             ("GET", ["schemas", "types"], lambda: Response(200, list(SCHEMA_TYPES))),
-            ("GET", ["schemas", "ids", "*"], lambda i: Response(200, self._by_id(i).body(request.query.get("format")))),
+            (
+                "GET",
+                ["schemas", "ids", "*"],
+                lambda i: Response(200, self._by_id(i).body(request.query.get("format"))),
+            ),
             ("GET", ["schemas", "ids", "*", "schema"], self._raw_by_id),
-            ("GET", ["schemas", "ids", "*", "subjects"], lambda i: Response(200, [s for s, _ in self._usages(i)])),
-            ("GET", ["schemas", "ids", "*", "versions"], lambda i: Response(200, [{"subject": s, "version": v} for s, v in self._usages(i)])),
+            (
+                "GET",
+                ["schemas", "ids", "*", "subjects"],
+                lambda i: Response(200, [s for s, _ in self._usages(i)]),
+            ),
+            (
+                "GET",
+                ["schemas", "ids", "*", "versions"],
+                lambda i: Response(200, [{"subject": s, "version": v} for s, v in self._usages(i)]),
+            ),
             ("GET", ["subjects"], lambda: Response(200, self._subjects(request))),
-            ("POST", ["subjects", "*"], lambda s: Response(200, self._version_body(s, store.lookup(s, body, deleted=_flag(request, "deleted")), None))),
-            ("DELETE", ["subjects", "*"], lambda s: Response(200, store.delete_subject(s, permanent=_flag(request, "permanent")))),
-            ("GET", ["subjects", "*", "versions"], lambda s: Response(200, [v.version for v in store.versions(s, deleted=_flag(request, "deleted"))])),
+            (
+                "POST",
+                ["subjects", "*"],
+                lambda s: Response(
+                    200, self._version_body(s, store.lookup(s, body, deleted=_flag(request, "deleted")), None)
+                ),
+            ),
+            (
+                "DELETE",
+                ["subjects", "*"],
+                lambda s: Response(200, store.delete_subject(s, permanent=_flag(request, "permanent"))),
+            ),
+            (
+                "GET",
+                ["subjects", "*", "versions"],
+                lambda s: Response(
+                    200, [v.version for v in store.versions(s, deleted=_flag(request, "deleted"))]
+                ),
+            ),
             ("POST", ["subjects", "*", "versions"], lambda s: self._register(s, body)),
-            ("GET", ["subjects", "*", "versions", "*"], lambda s, v: Response(200, self._version_body(s, store._version(s, v, deleted=_flag(request, "deleted")), request.query.get("format")))),
-            ("GET", ["subjects", "*", "versions", "*", "schema"], lambda s, v: Response(200, json.loads(store._version(s, v, deleted=False).schema.schema_str)) if store._version(s, v, deleted=False).schema.schema_type != "PROTOBUF" else Response(200, store._version(s, v, deleted=False).schema.schema_str)),
-            ("GET", ["subjects", "*", "versions", "*", "referencedby"], lambda s, v: Response(200, store.referenced_by(s, store._version(s, v, deleted=False).version))),
-            ("DELETE", ["subjects", "*", "versions", "*"], lambda s, v: Response(200, store.delete_version(s, v, permanent=_flag(request, "permanent")))),
-            ("POST", ["compatibility", "subjects", "*", "versions"], lambda s: self._compatibility(request, s, None, body)),
-            ("POST", ["compatibility", "subjects", "*", "versions", "*"], lambda s, v: self._compatibility(request, s, v, body)),
+            (
+                "GET",
+                ["subjects", "*", "versions", "*"],
+                lambda s, v: Response(
+                    200,
+                    self._version_body(
+                        s,
+                        store._version(s, v, deleted=_flag(request, "deleted")),
+                        request.query.get("format"),
+                    ),
+                ),
+            ),
+            (
+                "GET",
+                ["subjects", "*", "versions", "*", "schema"],
+                lambda s, v: (
+                    Response(200, json.loads(store._version(s, v, deleted=False).schema.schema_str))
+                    if store._version(s, v, deleted=False).schema.schema_type != "PROTOBUF"
+                    else Response(200, store._version(s, v, deleted=False).schema.schema_str)
+                ),
+            ),
+            (
+                "GET",
+                ["subjects", "*", "versions", "*", "referencedby"],
+                lambda s, v: Response(
+                    200, store.referenced_by(s, store._version(s, v, deleted=False).version)
+                ),
+            ),
+            (
+                "DELETE",
+                ["subjects", "*", "versions", "*"],
+                lambda s, v: Response(200, store.delete_version(s, v, permanent=_flag(request, "permanent"))),
+            ),
+            (
+                "POST",
+                ["compatibility", "subjects", "*", "versions"],
+                lambda s: self._compatibility(request, s, None, body),
+            ),
+            (
+                "POST",
+                ["compatibility", "subjects", "*", "versions", "*"],
+                lambda s, v: self._compatibility(request, s, v, body),
+            ),
             ("GET", ["config"], lambda: Response(200, {"compatibilityLevel": store.global_level})),
             ("PUT", ["config"], lambda: self._set_config(None, body)),
             ("DELETE", ["config"], lambda: self._delete_config(None)),
@@ -425,7 +526,9 @@ class EmbeddedSchemaRegistry:
         ]
         path_matched = False
         for route_method, pattern, handler in routes:
-            if len(pattern) != len(seg) or any(p != "*" and p != s for p, s in zip(pattern, seg, strict=True)):
+            if len(pattern) != len(seg) or any(
+                p != "*" and p != s for p, s in zip(pattern, seg, strict=True)
+            ):
                 continue
             path_matched = True
             if route_method == method:
@@ -462,7 +565,8 @@ class EmbeddedSchemaRegistry:
         deleted = _flag(request, "deleted")
         prefix = request.query.get("subjectPrefix", "")
         return sorted(
-            s for s, versions in self._store.subjects.items()
+            s
+            for s, versions in self._store.subjects.items()
             if s.startswith(prefix) and any(deleted or not v.deleted for v in versions)
         )
 
@@ -484,7 +588,9 @@ class EmbeddedSchemaRegistry:
 
     def _register(self, subject: str, body: Any) -> Response:
         stored = self._store.register(subject, body)
-        entry = next(v for v in reversed(self._store.subjects[subject]) if v.schema is stored and not v.deleted)
+        entry = next(
+            v for v in reversed(self._store.subjects[subject]) if v.schema is stored and not v.deleted
+        )
         return Response(200, self._version_body(subject, entry, None))
 
     def _compatibility(self, request: Request, subject: str, version: str | None, body: Any) -> Response:
@@ -498,10 +604,12 @@ class EmbeddedSchemaRegistry:
             else:
                 raise _subject_not_found(subject)
         elif version is None:
+            # Without a version: the same check as registering (the level decides latest or all).
             against = store.versions(subject, deleted=False)
-            level = level if level.endswith("_TRANSITIVE") else level + "_TRANSITIVE" if level != "NONE" else level
         else:
+            # Against one given version, whatever the level's transitivity (as Confluent does).
             against = [store._version(subject, version, deleted=False)]
+            level = level.removesuffix("_TRANSITIVE")
         problems = store.incompatibilities(subject, schema_type, parsed, against, level)
         result: dict[str, Any] = {"is_compatible": not problems}
         if _flag(request, "verbose"):
@@ -512,14 +620,20 @@ class EmbeddedSchemaRegistry:
         level = self._store.subject_levels.get(subject)
         if level is None:
             if not _flag(request, "defaultToGlobal"):
-                raise _RegistryError(404, 40408, f"Subject '{subject}' does not have subject-level compatibility configured")
+                raise _RegistryError(
+                    404, 40408, f"Subject '{subject}' does not have subject-level compatibility configured"
+                )
             level = self._store.global_level
         return Response(200, {"compatibilityLevel": level})
 
     def _set_config(self, subject: str | None, body: Any) -> Response:
         level = str((body or {}).get("compatibility", "")).upper()
         if level not in COMPATIBILITY_LEVELS:
-            raise _RegistryError(422, 42203, "Invalid compatibility level. Valid values are none, backward, forward, full, backward_transitive, forward_transitive, and full_transitive")
+            raise _RegistryError(
+                422,
+                42203,
+                "Invalid compatibility level. Valid values are none, backward, forward, full, backward_transitive, forward_transitive, and full_transitive",
+            )
         if subject is None:
             self._store.global_level = level
         else:

@@ -11,7 +11,6 @@ types, which registries know built in.
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable
 from typing import Any
 
 from google.protobuf.descriptor import Descriptor, FileDescriptor
@@ -77,7 +76,9 @@ def message_indexes(descriptor: Descriptor) -> list[int]:
     current: Descriptor | None = descriptor
     while current is not None:
         parent = current.containing_type
-        siblings = parent.nested_types if parent is not None else list(current.file.message_types_by_name.values())
+        siblings = (
+            parent.nested_types if parent is not None else list(current.file.message_types_by_name.values())
+        )
         path.append([d.full_name for d in siblings].index(current.full_name))
         current = parent
     return path[::-1]
@@ -158,7 +159,9 @@ class ProtobufSerializer(SchemaSerializerBase):
 
     def _encode(self, obj: Any, writer: Any, ctx: SerializationContext | None) -> bytes:
         if not isinstance(obj, self._msg_type):
-            raise SerializationError(f"expected a {self._descriptor.full_name} message, got {type(obj).__name__}")
+            raise SerializationError(
+                f"expected a {self._descriptor.full_name} message, got {type(obj).__name__}"
+            )
         return self._index_bytes + obj.SerializeToString()
 
 
@@ -181,7 +184,9 @@ class ProtobufDeserializer:
         try:
             return self._msg_type.FromString(bytes(body))
         except DecodeError as exc:
-            raise SerializationError(f"cannot decode {self._msg_type.__name__} (schema id {schema_id}): {exc}") from exc
+            raise SerializationError(
+                f"cannot decode {self._msg_type.__name__} (schema id {schema_id}): {exc}"
+            ) from exc
 
     __call__ = deserialize
 

@@ -52,7 +52,9 @@ def topic_subject_name_strategy(ctx: SerializationContext, record_name: str | No
 def record_subject_name_strategy(ctx: SerializationContext, record_name: str | None) -> str:
     """The record's fully qualified name (the same subject on every topic)."""
     if not record_name:
-        raise SerializationError("record_subject_name_strategy needs a record name (Avro name, Protobuf message, JSON title)")
+        raise SerializationError(
+            "record_subject_name_strategy needs a record name (Avro name, Protobuf message, JSON title)"
+        )
     return record_name
 
 
@@ -75,7 +77,9 @@ def unframe(data: bytes) -> tuple[int, memoryview]:
     return int.from_bytes(data[1:5], "big"), memoryview(data)[5:]
 
 
-async def referenced_schemas(client: SchemaRegistryClient, references: Sequence[SchemaReference]) -> list[Schema]:
+async def referenced_schemas(
+    client: SchemaRegistryClient, references: Sequence[SchemaReference]
+) -> list[Schema]:
     """The schemas ``references`` name, each one's own references before it (dependencies first)."""
     ordered: list[Schema] = []
     for ref in references:
