@@ -136,26 +136,26 @@ def js(properties: dict[str, Any], *, required: list[str] | None = None, closed:
     return Schema(json.dumps(schema), "JSON")
 
 
-S, I, N = {"type": "string"}, {"type": "integer"}, {"type": "number"}
+STR, INT, NUM = {"type": "string"}, {"type": "integer"}, {"type": "number"}
 JSON_CASES = {
-    "property added to open model": (js({"a": S}), js({"a": S, "b": S}), False, True),
+    "property added to open model": (js({"a": STR}), js({"a": STR, "b": STR}), False, True),
     "property added to closed model": (
-        js({"a": S}, closed=True),
-        js({"a": S, "b": S}, closed=True),
+        js({"a": STR}, closed=True),
+        js({"a": STR, "b": STR}, closed=True),
         True,
         False,
     ),
-    "property removed from open model": (js({"a": S, "b": S}), js({"a": S}), True, False),
+    "property removed from open model": (js({"a": STR, "b": STR}), js({"a": STR}), True, False),
     "property removed from closed model": (
-        js({"a": S, "b": S}, closed=True),
-        js({"a": S}, closed=True),
+        js({"a": STR, "b": STR}, closed=True),
+        js({"a": STR}, closed=True),
         False,
         True,
     ),
-    "required added": (js({"a": S}), js({"a": S}, required=["a"]), False, True),
-    "required removed": (js({"a": S}, required=["a"]), js({"a": S}), True, False),
-    "integer widened to number": (js({"a": I}), js({"a": N}), True, False),
-    "string to integer": (js({"a": S}), js({"a": I}), False, False),
+    "required added": (js({"a": STR}), js({"a": STR}, required=["a"]), False, True),
+    "required removed": (js({"a": STR}, required=["a"]), js({"a": STR}), True, False),
+    "integer widened to number": (js({"a": INT}), js({"a": NUM}), True, False),
+    "string to integer": (js({"a": STR}), js({"a": INT}), False, False),
     "enum extended": (js({"a": {"enum": ["x", "y"]}}), js({"a": {"enum": ["x", "y", "z"]}}), True, False),
     "maxLength narrowed": (
         js({"a": {"type": "string", "maxLength": 10}}),
@@ -164,8 +164,8 @@ JSON_CASES = {
         True,
     ),
     "array items widened": (
-        js({"a": {"type": "array", "items": I}}),
-        js({"a": {"type": "array", "items": N}}),
+        js({"a": {"type": "array", "items": INT}}),
+        js({"a": {"type": "array", "items": NUM}}),
         True,
         False,
     ),
@@ -288,5 +288,5 @@ async def test_transitive_levels_check_every_version(client: SchemaRegistryClien
 
 async def test_a_schema_type_change_is_incompatible(client: SchemaRegistryClient) -> None:
     await client.register_schema("s", avro(field("a", "int")))
-    ok, messages = await client.test_compatibility("s", js({"a": I}))
+    ok, messages = await client.test_compatibility("s", js({"a": INT}))
     assert not ok and "different schema type" in messages[0]

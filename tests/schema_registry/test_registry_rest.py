@@ -187,7 +187,7 @@ async def test_references_resolve_and_protect_their_target(client: SchemaRegistr
     with pytest.raises(InvalidSchemaError):
         await client.register_schema("other", dangling)
     without = Schema(person.schema_str)
-    with pytest.raises(InvalidSchemaError, match="ex.Address"):
+    with pytest.raises(InvalidSchemaError, match=r"ex\.Address"):
         await client.register_schema("other", without)
 
 

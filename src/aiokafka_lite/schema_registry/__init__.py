@@ -70,7 +70,37 @@ _WHERE = {
     "SchemaNotResolvedError": "errors",
 }
 
-__all__ = sorted(_WHERE)
+__all__ = [
+    "AvroDeserializer",
+    "AvroSerializer",
+    "EmbeddedSchemaRegistry",
+    "IncompatibleSchemaError",
+    "InvalidCompatibilityLevelError",
+    "InvalidSchemaError",
+    "InvalidVersionError",
+    "JSONDeserializer",
+    "JSONSerializer",
+    "MessageField",
+    "ProtobufDeserializer",
+    "ProtobufSerializer",
+    "RegisteredSchema",
+    "RegistryUnavailableError",
+    "Schema",
+    "SchemaNotFoundError",
+    "SchemaNotResolvedError",
+    "SchemaReference",
+    "SchemaRegistryClient",
+    "SchemaRegistryError",
+    "SerializationContext",
+    "SerializationError",
+    "SubjectNotFoundError",
+    "SubjectNotSoftDeletedError",
+    "SubjectSoftDeletedError",
+    "VersionNotFoundError",
+    "record_subject_name_strategy",
+    "topic_record_subject_name_strategy",
+    "topic_subject_name_strategy",
+]
 
 
 def __getattr__(name: str) -> Any:
