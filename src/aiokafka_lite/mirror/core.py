@@ -277,6 +277,11 @@ class Mirror:
             raise E.ClosedError("mirror is closed")
         if self._started:
             return
+        if asyncio._get_running_loop() is None:
+            raise E.IllegalStateError(
+                "Mirror runs on asyncio only (not on trio): start it under asyncio.run() or "
+                "anyio.run(..., backend='asyncio')"
+            )
         self._started = True
         try:
             self._source_admin = Admin(self.source, **self._source_client_opts)
@@ -318,7 +323,8 @@ class Mirror:
 
     def stop(self) -> None:
         """Ask ``run()`` to finish: it flushes, commits the last positions and returns.
-        Safe to call from a signal handler (``loop.add_signal_handler``)."""
+        Safe to call from a signal handler (``loop.add_signal_handler``). A stop ends the
+        run in progress (or the next one); a later ``run()`` copies on from where it was."""
         self._stop.set()
 
     @property
@@ -355,7 +361,10 @@ class Mirror:
         """Copy until ``stop()`` (or cancellation); then flush and commit, and return.
 
         Raises ``MirrorError`` when records could not be delivered (nothing after them
-        is committed) and the group/transaction errors that cannot be retried."""
+        is committed) and the group/transaction errors that cannot be retried. However
+        it ends, the records it had fetched but not handed to the target producer are
+        fetched again by the next ``run()`` (or, from the committed positions, by the
+        partition's next owner): none is skipped."""
         if not self._started:
             raise E.IllegalStateError("mirror not started: use 'async with Mirror(...)' or await start()")
         if self._closed:
@@ -367,12 +376,15 @@ class Mirror:
         self._running = True
         self._idle.clear()
         next_commit = loop.time() + self.commit_interval_ms / 1000
+        #: Records taken from the consumer and not yet all handed to the producer.
+        batch: dict[TopicPartition, list[Record]] = {}
         try:
             while not self._stop.is_set():
                 batch = await consumer.getmany(timeout_ms=_POLL_MS)
                 async with self._lock:
                     for tp, records in batch.items():
                         await self._copy(tp, records)
+                    batch = {}
                     if loop.time() >= next_commit:
                         await self._commit()
                         next_commit = loop.time() + self.commit_interval_ms / 1000
@@ -397,8 +409,28 @@ class Mirror:
                 raise
             raise
         finally:
+            self._rewind_uncopied(batch)
+            if not self._closed:
+                self._stop.clear()  # a stop() ends one run: a later run() copies on
             self._running = False
             self._idle.set()
+
+    def _rewind_uncopied(self, batch: dict[TopicPartition, list[Record]]) -> None:
+        """run() left mid-batch (an error, a cancellation): move the consumer back to the
+        first record of each partition not handed to the producer, so a later run() on
+        this mirror copies it instead of skipping it (and committing past it)."""
+        consumer = self._consumer
+        if consumer is None or not batch:
+            return
+        assigned = consumer.assignment()
+        for tp, records in batch.items():
+            part = self._parts.get(tp)
+            if not records or part is None or tp not in assigned:
+                continue
+            first = records[0].offset
+            resume_at = first if part.read is None or part.read < first else part.read
+            if resume_at <= records[-1].offset:
+                consumer.seek(tp, resume_at)
 
     async def _finish(self) -> None:
         """Deliver everything handed to the producer and commit its positions."""
