@@ -90,7 +90,7 @@ async def test_async_for_over_buffered_records_lets_other_tasks_run(kafka_cluste
     assert len(turns_at) == n
     turns, longest = turn_gaps(turns_at)
     assert turns >= 5, turns
-    # 2 ms between turns is a few thousand records at most at this body's speed.
+    # 3 ms between turns is a few thousand records at most at this body's speed.
     assert longest < 20_000, longest
 
 
@@ -112,7 +112,7 @@ async def test_slow_loop_body_still_lets_other_tasks_run(kafka_cluster: Embedded
     turns, longest = turn_gaps(turns_at)
     assert turns >= 5, turns
     # The first check point comes after 16 records and respaces them to ~0.5 ms of this
-    # body; turns then come every ~2 ms: tens of records.
+    # body; turns then come every ~3 ms: about a hundred records.
     assert longest < 1_000, longest
 
 

@@ -61,8 +61,11 @@ _UNKNOWN_TOPIC_OR_PARTITION = 3
 # would cost more than handing the record out, so the clock is read at *check points*,
 # spaced so that about _CHECK_SPACING_S of the caller's time (its loop body included)
 # passes between two: every record when the body is slow, up to _MAX_CHECK_EVERY
-# records when it is fast.
-_YIELD_INTERVAL_S = 0.002
+# records when it is fast. A turn costs ~20-45 us of CPU in a process with open
+# connections (an event-loop iteration and the cache it disturbs); every 3 ms keeps the
+# whole mechanism near 1% of a loop that does nothing but iterate (2 ms cost ~2%,
+# bench/consume_fairness.py --toggled).
+_YIELD_INTERVAL_S = 0.003
 _CHECK_SPACING_S = 0.0005
 _MAX_CHECK_EVERY = 1024
 
