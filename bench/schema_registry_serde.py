@@ -107,9 +107,13 @@ def main() -> None:
             results = {}
             for _ in range(2):  # interleave: ours, theirs, ours, theirs
                 results["ours-ser"] = best_us_per_record(our_ser, records, args.repeat)
-                results["theirs-ser"] = best_us_per_record(lambda r: their_ser(r, ctx), records, args.repeat)
+                results["theirs-ser"] = best_us_per_record(
+                    lambda r, s=their_ser, c=ctx: s(r, c), records, args.repeat
+                )
                 results["ours-de"] = best_us_per_record(our_de, payloads, args.repeat)
-                results["theirs-de"] = best_us_per_record(lambda p: their_de(p, ctx), payloads, args.repeat)
+                results["theirs-de"] = best_us_per_record(
+                    lambda p, d=their_de, c=ctx: d(p, c), payloads, args.repeat
+                )
             for op in ("ser", "de"):
                 o, t = results[f"ours-{op}"], results[f"theirs-{op}"]
                 name = "serialize" if op == "ser" else "deserialize"
