@@ -113,7 +113,7 @@ def formats() -> list[Any]:
             lambda c: ProtobufSerializer(Order, c),
             lambda c: ProtobufDeserializer(Order),
             lambda t: TheirProtobufSerializer(Order, t, {"use.deprecated.format": False}),
-            lambda t: TheirProtobufDeserializer(Order, {"use.deprecated.format": False}),
+            lambda t: TheirProtobufDeserializer(Order, {"use.deprecated.format": False}, t),
             sample_order,
             id="protobuf",
         ),

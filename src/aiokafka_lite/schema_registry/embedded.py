@@ -16,6 +16,7 @@ import asyncio
 import base64
 import binascii
 import json
+import re
 import threading
 import urllib.parse
 import uuid
@@ -49,10 +50,13 @@ class _StoredSchema:
     references: list[dict[str, Any]]
     guid: str = field(default_factory=lambda: str(uuid.uuid4()))
 
-    def body(self, fmt: str | None = None) -> dict[str, Any]:
+    def body(self, fmt: str | None = None, subject: str | None = None) -> dict[str, Any]:
         text = self.schema_str
         if fmt == "serialized" and self.schema_type == "PROTOBUF":
-            text = base64.b64encode(_proto_descriptor(self.schema_str).SerializeToString()).decode()
+            # A text schema gets a file name: its subject, which for an imported file is (by
+            # Confluent's default reference naming) the import path itself.
+            name = subject if subject and subject.endswith(".proto") else f"{subject or self.schema_id}.proto"
+            text = base64.b64encode(_proto_descriptor(self.schema_str, name).SerializeToString()).decode()
         out: dict[str, Any] = {"schema": text}
         if self.schema_type != "AVRO":
             out["schemaType"] = self.schema_type
@@ -68,20 +72,25 @@ class _Version:
     deleted: bool = False
 
 
-def _proto_descriptor(text: str) -> Any:
+def _proto_descriptor(text: str, name: str = "schema.proto") -> Any:
+    """A Protobuf schema's FileDescriptorProto: from base64 (what confluent-kafka's Python serializer
+    registers) or from .proto text (what the Java serializers register); ValueError if neither."""
     from google.protobuf import descriptor_pb2
+    from google.protobuf.message import DecodeError
 
-    try:
-        raw = base64.b64decode(text, validate=True)
-        descriptor = descriptor_pb2.FileDescriptorProto()
-        descriptor.ParseFromString(raw)
-        return descriptor
-    except (binascii.Error, ValueError, Exception) as exc:
-        if "syntax" in text or "message" in text:
-            from .proto_text import parse_proto
+    from .proto_text import parse_proto
 
-            return parse_proto(text)
-        raise ValueError(f"not a base64 FileDescriptorProto nor .proto text: {exc}") from exc
+    if _BASE64.fullmatch(text.strip()):
+        try:
+            descriptor = descriptor_pb2.FileDescriptorProto()
+            descriptor.ParseFromString(base64.b64decode(text.strip(), validate=True))
+            return descriptor
+        except (binascii.Error, DecodeError) as exc:
+            raise ValueError(f"not a base64 FileDescriptorProto: {exc}") from exc
+    return parse_proto(text, name)
+
+
+_BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
 
 
 class _Store:
@@ -437,7 +446,9 @@ class EmbeddedSchemaRegistry:
             (
                 "GET",
                 ["schemas", "ids", "*"],
-                lambda i: Response(200, self._by_id(i).body(request.query.get("format"))),
+                lambda i: Response(
+                    200, self._by_id(i).body(request.query.get("format"), request.query.get("subject"))
+                ),
             ),
             ("GET", ["schemas", "ids", "*", "schema"], self._raw_by_id),
             (
@@ -583,7 +594,7 @@ class EmbeddedSchemaRegistry:
             "version": entry.version,
             "id": entry.schema.schema_id,
             "guid": entry.schema.guid,
-            **entry.schema.body(fmt),
+            **entry.schema.body(fmt, subject),
         }
 
     def _register(self, subject: str, body: Any) -> Response:
