@@ -93,7 +93,7 @@ def _schema_text(file: FileDescriptor) -> str:
 
 
 def _is_well_known(file: FileDescriptor) -> bool:
-    return file.name.startswith("google/protobuf/")
+    return bool(file.name.startswith("google/protobuf/"))
 
 
 class ProtobufSerializer(SchemaSerializerBase):
@@ -162,7 +162,7 @@ class ProtobufSerializer(SchemaSerializerBase):
             raise SerializationError(
                 f"expected a {self._descriptor.full_name} message, got {type(obj).__name__}"
             )
-        return self._index_bytes + obj.SerializeToString()
+        return self._index_bytes + bytes(obj.SerializeToString())
 
 
 class ProtobufDeserializer:
