@@ -1,6 +1,6 @@
 """What the Consumer's fairness yields cost: ``async for`` throughput of two source trees.
 
-The Consumer lets other tasks run while it serves buffered records (a turn every 2 ms,
+The Consumer lets other tasks run while it serves buffered records (a turn every 3 ms,
 the clock read at check points). This bench runs the same ``async for`` loop against
 two copies of ``src/``: ``--before`` (e.g. a tree exported from the commit before the
 change: ``git archive <commit> src | tar -x -C /tmp/before``) and ``--after`` (default:
@@ -17,7 +17,12 @@ Two loops per tree:
 Reported per tree and loop: median records/s and median CPU seconds (this process) per
 million records, and the median of the per-round after/before ratios.
 
+On a loaded shared machine whole runs vary by far more than the cost measured (rounds
+of the same tree differ by 2x), so ``--toggled`` is the finer measurement: one process,
+the mechanism switched on and off in alternate segments of 10,000 records.
+
 Run: .venv/bin/python bench/consume_fairness.py --before /tmp/before/src [--records 500000] [--rounds 7]
+     .venv/bin/python bench/consume_fairness.py --toggled [--records 3000000]
 """
 
 from __future__ import annotations
