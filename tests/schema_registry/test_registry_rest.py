@@ -284,3 +284,24 @@ async def test_server_refuses_bad_http(registry: EmbeddedSchemaRegistry) -> None
         assert (no_schema.status_code, no_schema.json()["error_code"]) == (422, 42201)
         bad_type = await http.post("/subjects/s/versions", json={"schema": "{}", "schemaType": "XML"})
         assert bad_type.json()["error_code"] == 42201
+
+
+async def test_raw_schema_and_usage_endpoints(
+    client: SchemaRegistryClient, registry: EmbeddedSchemaRegistry
+) -> None:
+    schema_id = await client.register_schema("a", USER_V1)
+    await client.register_schema("b", USER_V1)
+    proto_id = await client.register_schema(
+        "p", Schema('syntax = "proto3"; message M { string a = 1; }', "PROTOBUF")
+    )
+    async with httpx.AsyncClient(base_url=registry.url) as http:
+        assert (await http.get(f"/schemas/ids/{schema_id}/schema")).json() == json.loads(USER_V1.schema_str)
+        assert (await http.get("/subjects/a/versions/latest/schema")).json() == json.loads(USER_V1.schema_str)
+        assert (await http.get(f"/schemas/ids/{proto_id}/schema")).json().startswith('syntax = "proto3"')
+        assert (await http.get(f"/schemas/ids/{schema_id}/versions")).json() == [
+            {"subject": "a", "version": 1},
+            {"subject": "b", "version": 1},
+        ]
+        body = (await http.get("/subjects/a/versions/1")).json()
+        assert body["id"] == schema_id and body["subject"] == "a" and "schemaType" not in body
+        assert (await http.get("/mode")).json() == {"mode": "READWRITE"}

@@ -12,7 +12,7 @@ import random
 import ssl
 import time
 import urllib.parse
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -232,7 +232,7 @@ class SchemaRegistryClient:
         self, subject: str, schema: Schema, *, normalize: bool = False
     ) -> RegisteredSchema:
         cached = self._registered.get((subject, schema))
-        if cached is not None and cached.version > 0:
+        if cached is not None:
             return cached
         answer = await self._request(
             "POST",
@@ -402,7 +402,3 @@ def _registered_from(answer: Mapping[str, Any]) -> RegisteredSchema:
         Schema.from_dict(answer),
         answer.get("guid"),
     )
-
-
-def references_dicts(refs: Sequence[SchemaReference]) -> list[dict[str, Any]]:
-    return [ref.to_dict() for ref in refs]

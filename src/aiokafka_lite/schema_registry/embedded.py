@@ -497,11 +497,7 @@ class EmbeddedSchemaRegistry:
             (
                 "GET",
                 ["subjects", "*", "versions", "*", "schema"],
-                lambda s, v: (
-                    Response(200, json.loads(store._version(s, v, deleted=False).schema.schema_str))
-                    if store._version(s, v, deleted=False).schema.schema_type != "PROTOBUF"
-                    else Response(200, store._version(s, v, deleted=False).schema.schema_str)
-                ),
+                lambda s, v: self._raw(store._version(s, v, deleted=False).schema),
             ),
             (
                 "GET",
@@ -558,7 +554,11 @@ class EmbeddedSchemaRegistry:
         return stored
 
     def _raw_by_id(self, raw_id: str) -> Response:
-        stored = self._by_id(raw_id)
+        return self._raw(self._by_id(raw_id))
+
+    @staticmethod
+    def _raw(stored: _StoredSchema) -> Response:
+        """The schema itself as the body: JSON for Avro and JSON Schema, a string for Protobuf."""
         if stored.schema_type == "PROTOBUF":
             return Response(200, stored.schema_str)
         return Response(200, json.loads(stored.schema_str))
