@@ -239,3 +239,51 @@ async def test_their_reader_schema_resolution_of_our_old_records(
         )
         assert await our_reader.deserialize_async(their_v2) == {"b": "x"}
         assert await client.get_versions("evolve-value") == [1, 2]
+
+
+async def test_avro_schema_references_both_ways(threaded_registry: EmbeddedSchemaRegistry) -> None:
+    """A record whose field type is a named type registered under another subject (a reference)."""
+    from confluent_kafka.schema_registry import Schema as TheirSchema
+    from confluent_kafka.schema_registry import SchemaReference as TheirReference
+
+    from aiokafka_lite.schema_registry import SchemaReference
+
+    address = json.dumps(
+        {
+            "type": "record",
+            "name": "Address",
+            "namespace": "ex",
+            "fields": [{"name": "city", "type": "string"}],
+        }
+    )
+    person = json.dumps(
+        {
+            "type": "record",
+            "name": "Person",
+            "namespace": "ex",
+            "fields": [{"name": "name", "type": "string"}, {"name": "home", "type": "ex.Address"}],
+        }
+    )
+    records = [{"name": f"p{i}", "home": {"city": f"c{i}"}} for i in range(5)]
+    their_client = TheirClient({"url": threaded_registry.url})
+    their_ctx = TheirContext("people", TheirField.VALUE)
+    async with SchemaRegistryClient(threaded_registry.url) as client:
+        await client.register_schema("ex.Address", Schema(address))
+        ours = AvroSerializer(
+            client, Schema(person, references=(SchemaReference("ex.Address", "ex.Address", 1),))
+        )
+        our_bytes = [await ours.serialize_async(r, SerializationContext("people")) for r in records]
+
+        def theirs() -> tuple[list[bytes], list[Any]]:
+            schema = TheirSchema(person, "AVRO", [TheirReference("ex.Address", "ex.Address", 1)])
+            serializer = TheirAvroSerializer(their_client, schema)
+            deserializer = TheirAvroDeserializer(their_client)
+            return [serializer(r, their_ctx) for r in records], [
+                deserializer(b, their_ctx) for b in our_bytes
+            ]
+
+        their_bytes, decoded_by_them = await asyncio.to_thread(theirs)
+        assert our_bytes == their_bytes
+        assert decoded_by_them == records
+        assert [await AvroDeserializer(client).deserialize_async(b) for b in their_bytes] == records
+        assert await client.get_versions("people-value") == [1]
