@@ -214,3 +214,19 @@ async def test_protobuf_nested_message_and_reference(client: SchemaRegistryClien
     with pytest.raises(SerializationError, match=r"shop\.Order"):
         serializer(line)
     assert ProtobufDeserializer(Order)(serializer(order)) == order
+
+
+async def test_pydantic_models_and_key_field(client: SchemaRegistryClient) -> None:
+    pydantic = pytest.importorskip("pydantic")
+
+    class PointModel(pydantic.BaseModel):  # type: ignore[name-defined,misc]
+        x: int
+        y: int
+
+    key_serializer = AvroSerializer(client, POINT, field=MessageField.KEY)
+    await key_serializer.prepare("pts")
+    data = key_serializer(PointModel(x=3, y=4))  # model_dump() is the default to_dict
+    assert data is not None
+    assert (await client.get_subjects()) == ["pts-key"]
+    from_dict = AvroDeserializer(client, from_dict=lambda d, ctx: PointModel(**d))
+    assert await from_dict.deserialize_async(data) == PointModel(x=3, y=4)
