@@ -192,6 +192,8 @@ class TransactSession:
             raise E.IllegalStateError("TransactSession is not started (use 'async with' or start())")
         if self._must_abort:  # a round was left mid-way and its abort did not complete
             await self.abort()
+        elif self._open and self.producer.transaction_state is TxnState.COMMITTING:
+            await self.commit()  # a commit cancelled mid-way: finish it before records join
         records = await self.consumer.getmany(timeout_ms=timeout_ms, max_records=max_records)
         if not records:
             return records

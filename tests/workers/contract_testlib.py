@@ -9,6 +9,8 @@ sync ``kafka_bootstrap`` fixture serves the embedded broker (in a thread) and, w
 
 from __future__ import annotations
 
+import json
+import os
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
@@ -17,10 +19,20 @@ from typing import Any
 import anyio
 
 from aiokafka_lite import Admin, NewTopic, Producer
+from aiokafka_lite.errors import UnstableOffsetCommitError
 from aiokafka_lite.structs import TopicPartition as TP
 
 FAST: dict[str, Any] = {"retry_backoff_ms": 5, "retry_backoff_max_ms": 50, "reconnect_backoff_ms": 5}
 PARTITIONS = 3
+
+
+def report_counts(api: str, way: str, backend: str, **counts: int) -> None:
+    """With ``CONTRACT_COUNTS=<file>``, appends this cell of the matrix (for the notes)."""
+    path = os.environ.get("CONTRACT_COUNTS")
+    if path:
+        line = {"api": api, "way": way, "backend": backend, "kafka": os.environ.get("CONTRACT_KAFKA", "")}
+        with open(path, "a") as out:
+            out.write(json.dumps({**line, **counts}) + "\n")
 
 
 def names(kind: str) -> tuple[str, str]:
@@ -45,9 +57,25 @@ async def produce_numbered(bootstrap: str, topic: str, count: int) -> None:
 
 
 async def committed_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int]:
-    """The group's committed offset per partition (0 where nothing is committed)."""
+    """The group's committed offset per partition (0 where nothing is committed), once
+    stable: a transaction that just committed offsets (TransactSession, exactly-once
+    Mirror) makes them visible a moment after its output, so wait for no pending ones."""
     async with Admin(bootstrap, **FAST) as admin:
-        found = await admin.list_group_offsets(group, [TP(topic, p) for p in range(PARTITIONS)])
+        with anyio.fail_after(30):
+            while True:
+                try:
+                    found = await admin.list_group_offsets(
+                        group, [TP(topic, p) for p in range(PARTITIONS)], require_stable=True
+                    )
+                except UnstableOffsetCommitError:
+                    found = None
+                if found is not None and not any(
+                    isinstance(o.error, UnstableOffsetCommitError) for o in found.values()
+                ):
+                    break
+                await anyio.sleep(0.05)
+    errors = {tp: o.error for tp, o in found.items() if o.error is not None}
+    assert not errors, errors
     return {tp.partition: max(o.offset, 0) for tp, o in found.items()}
 
 

@@ -25,6 +25,7 @@ from contract_testlib import (
     create_topics,
     names,
     produce_numbered,
+    report_counts,
     run_and_leave,
 )
 
@@ -42,7 +43,8 @@ class TargetDown(errors.KafkaError):
 @pytest.mark.parametrize("mode", ["at-least-once", "exactly-once"])
 @pytest.mark.parametrize("way", WAYS_OUT)
 def test_mirror_leaving(kafka_bootstrap: str, way: str, mode: str) -> None:
-    anyio.run(_scenario, kafka_bootstrap, way, mode == "exactly-once", backend="asyncio")
+    counts = anyio.run(_scenario, kafka_bootstrap, way, mode == "exactly-once", backend="asyncio")
+    report_counts(f"Mirror ({mode})", way, "asyncio", **counts)
 
 
 def test_mirror_refuses_trio(kafka_bootstrap: str) -> None:
@@ -73,7 +75,7 @@ def value_of(partition: int, offset: int) -> bytes:
     return str(offset * PARTITIONS + partition).encode()  # produce_numbered's round-robin
 
 
-async def _scenario(bootstrap: str, way: str, exactly_once: bool) -> None:
+async def _scenario(bootstrap: str, way: str, exactly_once: bool) -> dict[str, int]:
     source, group = names("mirror")
     target = source + ".mirror"
     await create_topics(bootstrap, source)
@@ -183,6 +185,7 @@ async def _scenario(bootstrap: str, way: str, exactly_once: bool) -> None:
     else:
         assert repeated <= may_repeat, sorted(repeated - may_repeat)[:5]
         assert all(copied[v] <= 1 + leaves for v in repeated)
+    return {"records": N, "on_target": len(copied), "repeated": len(repeated), "leaves": leaves}
 
 
 def _check_way_out(way: str, left: Any) -> None:

@@ -23,6 +23,7 @@ from contract_testlib import (
     matrix,
     names,
     produce_numbered,
+    report_counts,
     run_and_leave,
 )
 
@@ -39,7 +40,8 @@ class Boom(Exception):
 
 @pytest.mark.parametrize(("way", "backend"), matrix())
 def test_transact_session_leaving(kafka_bootstrap: str, backend: str, way: str) -> None:
-    anyio.run(_scenario, kafka_bootstrap, way, backend=backend)
+    counts = anyio.run(_scenario, kafka_bootstrap, way, backend=backend)
+    report_counts("TransactSession", way, backend, **counts)
 
 
 async def read_committed(bootstrap: str, topic: str, want: int) -> Counter[bytes]:
@@ -57,7 +59,7 @@ async def read_committed(bootstrap: str, topic: str, want: int) -> Counter[bytes
                     return seen
 
 
-async def _scenario(bootstrap: str, way: str) -> None:
+async def _scenario(bootstrap: str, way: str) -> dict[str, int]:
     source, group = names("ts")
     sink = source + "-out"
     await create_topics(bootstrap, source, sink)
@@ -143,9 +145,14 @@ async def _scenario(bootstrap: str, way: str) -> None:
         assert sum(committed.values()) == N
         output = await read_committed(bootstrap, sink, N)
     assert len(output) == N and all(n == 1 for n in output.values()), output.most_common(3)
-    assert (
-        way == "stop" or len(handled) > N
-    )  # rounds left mid-way were handled again (and their output aborted)
+    # Rounds left mid-way were handled again (their first output aborted).
+    assert way == "stop" or len(handled) > N
+    return {
+        "records": N,
+        "committed_outputs": len(output),
+        "repeated": sum(n - 1 for n in output.values()),
+        "handler_calls": len(handled),
+    }
 
 
 def _check_way_out(way: str, left: Any, phase: dict[str, Any]) -> None:

@@ -21,6 +21,7 @@ from contract_testlib import (
     matrix,
     names,
     produce_numbered,
+    report_counts,
     run_and_leave,
     wait_until,
 )
@@ -38,10 +39,11 @@ class Boom(Exception):
 
 @pytest.mark.parametrize(("way", "backend"), matrix())
 def test_ordered_workers_leaving(kafka_bootstrap: str, backend: str, way: str) -> None:
-    anyio.run(_scenario, kafka_bootstrap, way, backend=backend)
+    counts = anyio.run(_scenario, kafka_bootstrap, way, backend=backend)
+    report_counts("OrderedWorkers", way, backend, **counts)
 
 
-async def _scenario(bootstrap: str, way: str) -> None:
+async def _scenario(bootstrap: str, way: str) -> dict[str, int]:
     topic, group = names("ow")
     await create_topics(bootstrap, topic)
     await produce_numbered(bootstrap, topic, N)
@@ -106,6 +108,7 @@ async def _scenario(bootstrap: str, way: str) -> None:
                 workers.stop()
         counts = ledger.check_end(await committed_offsets(bootstrap, group, topic))
     assert counts["finished"] == N
+    return {**counts, "records": N, "handler_calls": len(ledger.started)}
 
 
 def _check_way_out(way: str, left: Any, phase: dict[str, Any]) -> None:

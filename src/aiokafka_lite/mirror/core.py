@@ -401,9 +401,18 @@ class Mirror:
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
+            # Shielded from anyio's cancel scopes (move_on_after, fail_after), which cancel
+            # every later await: a commit cut short would leave an exactly-once
+            # transaction holding its positions open until it times out. A second
+            # Task.cancel() still gives up; the delivery timeout bounds the wait.
+            import anyio
+
+            producer = self._producer
+            limit_s = producer.config.delivery_timeout_ms / 1000 if producer is not None else 0
             try:
-                with contextlib.suppress(E.KafkaError):
-                    await self._finish()
+                with anyio.CancelScope(shield=True), anyio.move_on_after(limit_s):
+                    with contextlib.suppress(E.KafkaError):
+                        await self._finish()
             except asyncio.CancelledError:
                 self._abandoned = True
                 raise
