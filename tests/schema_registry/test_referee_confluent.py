@@ -24,6 +24,7 @@ from aiokafka_lite.schema_registry import (
     Schema,
     SchemaRegistryClient,
     SerializationContext,
+    SerializationError,
 )
 
 from .protos import Order, sample_order
@@ -287,3 +288,83 @@ async def test_avro_schema_references_both_ways(threaded_registry: EmbeddedSchem
         assert decoded_by_them == records
         assert [await AvroDeserializer(client).deserialize_async(b) for b in their_bytes] == records
         assert await client.get_versions("people-value") == [1]
+
+
+def header_formats() -> list[Any]:
+    from confluent_kafka.schema_registry import header_schema_id_serializer
+
+    conf = {"schema.id.serializer": header_schema_id_serializer}
+    return [
+        pytest.param(
+            lambda c: AvroSerializer(c, USER_AVRO, schema_id_in_header=True),
+            lambda c: AvroDeserializer(c),
+            lambda t: TheirAvroSerializer(t, USER_AVRO, conf=conf),
+            lambda t: TheirAvroDeserializer(t),
+            avro_user,
+            id="avro",
+        ),
+        pytest.param(
+            lambda c: JSONSerializer(USER_JSON, c, schema_id_in_header=True),
+            lambda c: JSONDeserializer(None, client=c),
+            lambda t: TheirJSONSerializer(USER_JSON, t, conf=conf),
+            lambda t: TheirJSONDeserializer(None, schema_registry_client=t),
+            json_user,
+            id="json",
+        ),
+        pytest.param(
+            lambda c: ProtobufSerializer(Order, c, schema_id_in_header=True),
+            lambda c: ProtobufDeserializer(Order),
+            lambda t: TheirProtobufSerializer(Order, t, {"use.deprecated.format": False, **conf}),
+            lambda t: TheirProtobufDeserializer(Order, {"use.deprecated.format": False}, t),
+            sample_order,
+            id="protobuf",
+        ),
+    ]
+
+
+@pytest.mark.parametrize(("ours_ser", "ours_de", "their_ser", "their_de", "make"), header_formats())
+async def test_schema_id_in_header_both_ways(
+    threaded_registry: EmbeddedSchemaRegistry,
+    ours_ser: Any,
+    ours_de: Any,
+    their_ser: Any,
+    their_de: Any,
+    make: Any,
+) -> None:
+    """Confluent's header format: the schema GUID in ``__value_schema_id``, the payload unprefixed."""
+    from aiokafka_lite.schema_registry.serde import VALUE_SCHEMA_ID_HEADER
+
+    topic = "headers"
+    their_client = TheirClient({"url": threaded_registry.url})
+    their_serializer, their_deserializer = their_ser(their_client), their_de(their_client)
+    records = [make(i) for i in range(10)]
+    async with SchemaRegistryClient(threaded_registry.url) as client:
+        serializer, deserializer = ours_ser(client), ours_de(client)
+        ours: list[tuple[bytes, list[tuple[str, bytes | None]]]] = []
+        for record in records:
+            headers: list[tuple[str, bytes | None]] = []
+            data = await serializer.serialize_async(record, SerializationContext(topic, headers=headers))
+            assert data is not None
+            ours.append((data, headers))
+
+        def theirs() -> tuple[list[tuple[bytes, list[Any]]], list[Any]]:
+            written = []
+            for record in records:
+                headers: list[Any] = []
+                written.append(
+                    (their_serializer(record, TheirContext(topic, TheirField.VALUE, headers)), headers)
+                )
+            read = [their_deserializer(data, TheirContext(topic, TheirField.VALUE, h)) for data, h in ours]
+            return written, read
+
+        their_written, read_by_them = await asyncio.to_thread(theirs)
+        assert ours == their_written  # same payloads, same header (name, magic 1, GUID, indexes)
+        assert [h[0][0] for _, h in ours] == [VALUE_SCHEMA_ID_HEADER] * len(records)
+        assert read_by_them == records
+        read_by_us = [
+            await deserializer.deserialize_async(data, SerializationContext(topic, headers=h))
+            for data, h in their_written
+        ]
+        assert read_by_us == records
+    with pytest.raises(SerializationError, match="headers"):
+        serializer.serialize(records[0], SerializationContext(topic))  # header mode without a headers list

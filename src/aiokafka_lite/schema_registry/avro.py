@@ -17,9 +17,10 @@ from .serde import (
     SchemaSerializerBase,
     SerializationContext,
     SubjectNameStrategy,
+    fetch_writer_schema,
     referenced_schemas,
     topic_subject_name_strategy,
-    unframe,
+    writer_reference,
 )
 
 
@@ -65,6 +66,7 @@ class AvroSerializer(SchemaSerializerBase):
         auto_register: bool = True,
         use_latest_version: bool = False,
         normalize: bool = False,
+        schema_id_in_header: bool = False,
         subject_name_strategy: SubjectNameStrategy = topic_subject_name_strategy,
         field: MessageField = MessageField.VALUE,
     ) -> None:
@@ -75,6 +77,7 @@ class AvroSerializer(SchemaSerializerBase):
             auto_register=auto_register,
             use_latest_version=use_latest_version,
             normalize=normalize,
+            schema_id_in_header=schema_id_in_header,
             subject_name_strategy=subject_name_strategy,
             field=field,
         )
@@ -130,23 +133,23 @@ class AvroDeserializer:
             self._reader = fastavro.parse_schema(json.loads(reader.schema_str))
         self._from_dict = from_dict
         self._return_record_name = return_record_name
-        self._writers: dict[int, Any] = {}
+        self._writers: dict[int | str, Any] = {}
 
-    async def prefetch(self, data: bytes) -> None:
+    async def prefetch(self, data: bytes, ctx: SerializationContext | None = None) -> None:
         """Fetch and cache the writer schema ``data`` names (and the reader schema's references)."""
-        schema_id, _ = unframe(data)
+        schema_id, _, _ = writer_reference(data, ctx)
         if self._reader is None and self._reader_schema is not None:
             self._reader = await _parse_avro(self._client, self._reader_schema)
         if schema_id not in self._writers:
             self._writers[schema_id] = await _parse_avro(
-                self._client, await self._client.get_schema(schema_id)
+                self._client, await fetch_writer_schema(self._client, schema_id)
             )
 
     def deserialize(self, data: bytes | None, ctx: SerializationContext | None = None) -> Any:
         """Sync path: decode with cached schemas; SchemaNotResolvedError for an unseen schema id."""
         if data is None:
             return None
-        schema_id, payload = unframe(data)
+        schema_id, _, payload = writer_reference(data, ctx)
         writer = self._writers.get(schema_id)
         if writer is None or (self._reader is None and self._reader_schema is not None):
             raise SchemaNotResolvedError(
@@ -169,5 +172,5 @@ class AvroDeserializer:
     async def deserialize_async(self, data: bytes | None, ctx: SerializationContext | None = None) -> Any:
         if data is None:
             return None
-        await self.prefetch(data)
+        await self.prefetch(data, ctx)
         return self.deserialize(data, ctx)

@@ -147,6 +147,7 @@ class SchemaRegistryClient:
             headers={"Accept": CONTENT_TYPE + ", application/json", **(headers or {})},
         )
         self._schema_by_id: dict[int, Schema] = {}
+        self._schema_by_guid: dict[str, Schema] = {}
         self._registered: dict[tuple[str, Schema], RegisteredSchema] = {}
         self._by_version: dict[tuple[str, int], RegisteredSchema] = {}
         self._latest: dict[str, tuple[float, RegisteredSchema]] = {}
@@ -262,6 +263,16 @@ class SchemaRegistryClient:
         schema = Schema.from_dict(await self._request("GET", f"schemas/ids/{schema_id}", params=params))
         if fmt is None:
             self._schema_by_id[schema_id] = schema
+        return schema
+
+    async def get_schema_by_guid(self, guid: str, *, fmt: str | None = None) -> Schema:
+        """The schema with this GUID (Confluent's header format names schemas by GUID); cached forever."""
+        if fmt is None and guid in self._schema_by_guid:
+            return self._schema_by_guid[guid]
+        params: dict[str, str | int | bool] = {"format": fmt} if fmt is not None else {}
+        schema = Schema.from_dict(await self._request("GET", f"schemas/guids/{_quote(guid)}", params=params))
+        if fmt is None:
+            self._schema_by_guid[guid] = schema
         return schema
 
     async def get_subjects_by_id(self, schema_id: int) -> list[str]:

@@ -453,6 +453,11 @@ class EmbeddedSchemaRegistry:
             ("GET", ["schemas", "ids", "*", "schema"], self._raw_by_id),
             (
                 "GET",
+                ["schemas", "guids", "*"],
+                lambda g: Response(200, self._by_guid(g).body(request.query.get("format"))),
+            ),
+            (
+                "GET",
                 ["schemas", "ids", "*", "subjects"],
                 lambda i: Response(200, [s for s, _ in self._usages(i)]),
             ),
@@ -552,6 +557,12 @@ class EmbeddedSchemaRegistry:
         if stored is None:
             raise _RegistryError(404, 40403, "Schema not found")
         return stored
+
+    def _by_guid(self, guid: str) -> _StoredSchema:
+        for stored in self._store.by_id.values():
+            if stored.guid == guid:
+                return stored
+        raise _RegistryError(404, 40403, "Schema not found")
 
     def _raw_by_id(self, raw_id: str) -> Response:
         return self._raw(self._by_id(raw_id))

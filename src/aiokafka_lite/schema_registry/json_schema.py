@@ -17,8 +17,9 @@ from .serde import (
     SchemaSerializerBase,
     SerializationContext,
     SubjectNameStrategy,
+    fetch_writer_schema,
     topic_subject_name_strategy,
-    unframe,
+    writer_reference,
 )
 
 
@@ -48,6 +49,7 @@ class JSONSerializer(SchemaSerializerBase):
         auto_register: bool = True,
         use_latest_version: bool = False,
         normalize: bool = False,
+        schema_id_in_header: bool = False,
         subject_name_strategy: SubjectNameStrategy = topic_subject_name_strategy,
         field: MessageField = MessageField.VALUE,
     ) -> None:
@@ -58,6 +60,7 @@ class JSONSerializer(SchemaSerializerBase):
             auto_register=auto_register,
             use_latest_version=use_latest_version,
             normalize=normalize,
+            schema_id_in_header=schema_id_in_header,
             subject_name_strategy=subject_name_strategy,
             field=field,
         )
@@ -102,17 +105,18 @@ class JSONDeserializer:
         self._validator = _validator(schema.schema_str) if schema is not None else None
         self._from_dict = from_dict
         self._client = client
-        self._writers: dict[int, Any] = {}
+        self._writers: dict[int | str, Any] = {}
 
-    async def prefetch(self, data: bytes) -> None:
-        schema_id, _ = unframe(data)
+    async def prefetch(self, data: bytes, ctx: SerializationContext | None = None) -> None:
+        schema_id, _, _ = writer_reference(data, ctx)
         if self._validator is None and self._client is not None and schema_id not in self._writers:
-            self._writers[schema_id] = _validator((await self._client.get_schema(schema_id)).schema_str)
+            schema = await fetch_writer_schema(self._client, schema_id)
+            self._writers[schema_id] = _validator(schema.schema_str)
 
     def deserialize(self, data: bytes | None, ctx: SerializationContext | None = None) -> Any:
         if data is None:
             return None
-        schema_id, payload = unframe(data)
+        schema_id, _, payload = writer_reference(data, ctx)
         validator = self._validator
         if validator is None and self._client is not None:
             validator = self._writers.get(schema_id)
@@ -136,5 +140,5 @@ class JSONDeserializer:
     async def deserialize_async(self, data: bytes | None, ctx: SerializationContext | None = None) -> Any:
         if data is None:
             return None
-        await self.prefetch(data)
+        await self.prefetch(data, ctx)
         return self.deserialize(data, ctx)

@@ -24,7 +24,7 @@ from .serde import (
     SerializationContext,
     SubjectNameStrategy,
     topic_subject_name_strategy,
-    unframe,
+    writer_reference,
 )
 
 
@@ -113,6 +113,7 @@ class ProtobufSerializer(SchemaSerializerBase):
         auto_register: bool = True,
         use_latest_version: bool = False,
         normalize: bool = False,
+        schema_id_in_header: bool = False,
         subject_name_strategy: SubjectNameStrategy = topic_subject_name_strategy,
         field: MessageField = MessageField.VALUE,
     ) -> None:
@@ -124,10 +125,11 @@ class ProtobufSerializer(SchemaSerializerBase):
             auto_register=auto_register,
             use_latest_version=use_latest_version,
             normalize=normalize,
+            schema_id_in_header=schema_id_in_header,
             subject_name_strategy=subject_name_strategy,
             field=field,
         )
-        self._index_bytes = encode_message_indexes(message_indexes(self._descriptor))
+        self._indexes = encode_message_indexes(message_indexes(self._descriptor))
         self._references_resolved = False
 
     @property
@@ -162,7 +164,7 @@ class ProtobufSerializer(SchemaSerializerBase):
             raise SerializationError(
                 f"expected a {self._descriptor.full_name} message, got {type(obj).__name__}"
             )
-        return self._index_bytes + bytes(obj.SerializeToString())
+        return bytes(obj.SerializeToString())
 
 
 class ProtobufDeserializer:
@@ -179,8 +181,13 @@ class ProtobufDeserializer:
     def deserialize(self, data: bytes | None, ctx: SerializationContext | None = None) -> Any:
         if data is None:
             return None
-        schema_id, payload = unframe(data)
-        _indexes, body = decode_message_indexes(payload)
+        schema_id, header_rest, payload = writer_reference(data, ctx)
+        if isinstance(schema_id, str):  # the id in a header: the message indexes follow the GUID there
+            body = payload
+            if header_rest:
+                decode_message_indexes(header_rest)
+        else:
+            _indexes, body = decode_message_indexes(payload)
         try:
             return self._msg_type.FromString(bytes(body))
         except DecodeError as exc:

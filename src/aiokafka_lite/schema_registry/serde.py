@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import enum
 import struct
-from collections.abc import Callable, Sequence
+import uuid
+from collections.abc import Callable, MutableSequence, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +25,10 @@ from .client import RegisteredSchema, Schema, SchemaReference, SchemaRegistryCli
 from .errors import SchemaNotResolvedError, SerializationError
 
 MAGIC_BYTE = 0
+MAGIC_BYTE_GUID = 1
 _HEADER = struct.Struct(">bI")
+KEY_SCHEMA_ID_HEADER = "__key_schema_id"
+VALUE_SCHEMA_ID_HEADER = "__value_schema_id"
 
 
 class MessageField(enum.StrEnum):
@@ -34,11 +38,38 @@ class MessageField(enum.StrEnum):
 
 @dataclass(frozen=True)
 class SerializationContext:
-    """The record a serializer works for: its topic, key or value, and (readable) headers."""
+    """The record a serializer works for: its topic, key or value, and its headers.
+
+    A serializer writing the schema id into a header (``schema_id_in_header=True``) appends to
+    ``headers``, which must then be a list.
+    """
 
     topic: str
     field: MessageField = MessageField.VALUE
     headers: Sequence[tuple[str, bytes | None]] | None = None
+
+
+def schema_id_header_name(field: MessageField) -> str:
+    return KEY_SCHEMA_ID_HEADER if field is MessageField.KEY else VALUE_SCHEMA_ID_HEADER
+
+
+def writer_reference(
+    data: bytes, ctx: SerializationContext | None
+) -> tuple[int | str, memoryview, memoryview]:
+    """Where the writer's schema is named: the schema id (payload prefix) or the schema GUID (the
+    ``__value_schema_id``/``__key_schema_id`` header, magic 1 + 16 bytes, as Confluent's header
+    format), the rest of that header (Protobuf's message indexes) and the payload."""
+    if ctx is not None and ctx.headers:
+        name = schema_id_header_name(ctx.field)
+        for key, value in ctx.headers:
+            if key == name and value is not None:
+                if len(value) < 17 or value[0] != MAGIC_BYTE_GUID:
+                    raise SerializationError(
+                        f"header {name} is not magic byte 1 and a 16-byte schema GUID: {value[:17]!r}"
+                    )
+                return str(uuid.UUID(bytes=bytes(value[1:17]))), memoryview(value)[17:], memoryview(data)
+    schema_id, payload = unframe(data)
+    return schema_id, payload[:0], payload
 
 
 SubjectNameStrategy = Callable[[SerializationContext, str | None], str]
@@ -77,6 +108,13 @@ def unframe(data: bytes) -> tuple[int, memoryview]:
     return int.from_bytes(data[1:5], "big"), memoryview(data)[5:]
 
 
+async def fetch_writer_schema(client: SchemaRegistryClient, reference: int | str) -> Schema:
+    """The writer's schema by id (payload prefix) or by GUID (schema id header)."""
+    if isinstance(reference, int):
+        return await client.get_schema(reference)
+    return await client.get_schema_by_guid(reference)
+
+
 async def referenced_schemas(
     client: SchemaRegistryClient, references: Sequence[SchemaReference]
 ) -> list[Schema]:
@@ -95,6 +133,8 @@ class SchemaSerializerBase:
     ``auto_register``: register the schema (Confluent's ``auto.register.schemas``, default on);
     otherwise it must already be registered (looked up). ``use_latest_version``: write with the
     subject's latest registered schema instead. ``normalize``: ask the registry to normalize.
+    ``schema_id_in_header``: write the schema's GUID into the ``__value_schema_id`` (``__key_schema_id``)
+    header instead of the 5-byte prefix (Confluent's header format; needs a context with a headers list).
     """
 
     schema_type = "AVRO"
@@ -107,6 +147,7 @@ class SchemaSerializerBase:
         auto_register: bool = True,
         use_latest_version: bool = False,
         normalize: bool = False,
+        schema_id_in_header: bool = False,
         subject_name_strategy: SubjectNameStrategy = topic_subject_name_strategy,
         field: MessageField = MessageField.VALUE,
     ) -> None:
@@ -121,8 +162,9 @@ class SchemaSerializerBase:
         self._normalize = normalize
         self._subject_name = subject_name_strategy
         self._field = field
-        self._by_topic: dict[str, tuple[int, Any]] = {}
-        self._by_subject: dict[str, tuple[int, Any]] = {}
+        self._id_in_header = schema_id_in_header
+        self._by_topic: dict[str, tuple[int, Any, bytes | None]] = {}
+        self._by_subject: dict[str, tuple[int, Any, bytes | None]] = {}
 
     @property
     def record_name(self) -> str | None:
@@ -150,7 +192,15 @@ class SchemaSerializerBase:
                 else:
                     registered = await self._client.lookup_schema(subject, schema)
             writer = await self._writer_for(schema)
-            entry = (registered.schema_id, writer)
+            guid_header = None
+            if self._id_in_header:
+                if not registered.guid:
+                    raise SerializationError(
+                        f"the registry gave no schema GUID for {subject}: it cannot take the schema id in "
+                        "a header (use schema_id_in_header=False)"
+                    )
+                guid_header = bytes([MAGIC_BYTE_GUID]) + uuid.UUID(registered.guid).bytes + self._indexes
+            entry = (registered.schema_id, writer, guid_header)
             self._by_subject[subject] = entry
         if ctx.field == self._field:
             self._by_topic[topic] = entry
@@ -163,7 +213,10 @@ class SchemaSerializerBase:
     def _encode(self, obj: Any, writer: Any, ctx: SerializationContext | None) -> bytes:
         raise NotImplementedError
 
-    def _entry(self, ctx: SerializationContext | None) -> tuple[int, Any]:
+    # Protobuf's message indexes; they go after the id, in the payload or in the header.
+    _indexes = b""
+
+    def _entry(self, ctx: SerializationContext | None) -> tuple[int, Any, bytes | None]:
         if ctx is None:
             if len(self._by_topic) != 1:
                 raise SchemaNotResolvedError(
@@ -186,8 +239,17 @@ class SchemaSerializerBase:
         """Sync fast path (no I/O): the framed bytes of ``obj`` (None stays None, a tombstone)."""
         if obj is None:
             return None
-        schema_id, writer = self._entry(ctx)
-        return frame(schema_id, self._encode(obj, writer, ctx))
+        schema_id, writer, guid_header = self._entry(ctx)
+        if guid_header is None:
+            return frame(schema_id, self._indexes + self._encode(obj, writer, ctx))
+        headers = ctx.headers if ctx is not None else None
+        if not isinstance(headers, MutableSequence):
+            raise SerializationError(
+                "schema_id_in_header=True needs a SerializationContext whose headers is a list to append to"
+            )
+        body = self._encode(obj, writer, ctx)
+        headers.append((schema_id_header_name(ctx.field if ctx is not None else self._field), guid_header))
+        return body
 
     __call__ = serialize
 
