@@ -38,7 +38,10 @@ async def _parse_avro(client: SchemaRegistryClient, schema: Schema) -> Any:
 
 
 def _default_to_dict(obj: Any) -> Any:
-    # Dataclasses and pydantic models serialize without a hook; dicts pass through.
+    # Dataclasses and pydantic models serialize without a hook; dicts pass through (checked first:
+    # the common case, and is_dataclass costs more than the type test).
+    if type(obj) is dict:
+        return obj
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return dataclasses.asdict(obj)
     model_dump = getattr(obj, "model_dump", None)
