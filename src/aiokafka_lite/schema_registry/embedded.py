@@ -2,12 +2,18 @@
 
 ``async with EmbeddedSchemaRegistry() as registry:`` serves on ``registry.url`` (127.0.0.1, a free
 port) in the running asyncio loop. ``EmbeddedSchemaRegistry.in_thread()`` runs it on its own loop in a
-daemon thread, for blocking clients such as confluent-kafka's. State lives in memory only.
+daemon thread, for blocking clients such as confluent-kafka's and for trio programs (the server is
+asyncio's; clients of any kind talk HTTP to it). State lives in memory only.
 
 Served: ``/schemas/types``, ``/schemas/ids/{id}`` (+ ``/schema``, ``/subjects``, ``/versions``),
+``/schemas/guids/{guid}``,
 ``/subjects`` (list, lookup, register, versions, ``latest``, ``referencedby``, soft and hard delete),
 ``/compatibility/subjects/{s}/versions[/{v}]``, ``/config`` and ``/config/{s}`` (GET, PUT, DELETE),
-``/contexts``, ``/mode``. Status codes and error bodies are Confluent's.
+``/contexts``, ``/mode``. Status codes and error bodies are Confluent's. ``format=serialized`` turns
+a Protobuf schema into a base64 ``FileDescriptorProto``. Compatibility rules: :mod:`.compat_avro`,
+:mod:`.compat_json`, :mod:`.compat_protobuf`. Not served: metadata and rule sets (data contracts),
+modes other than READWRITE, schema normalization (``normalize`` is accepted and ignored), and
+contexts beyond listing the ``:.name:`` subject prefixes.
 """
 
 from __future__ import annotations
