@@ -230,3 +230,14 @@ async def test_pydantic_models_and_key_field(client: SchemaRegistryClient) -> No
     assert (await client.get_subjects()) == ["pts-key"]
     from_dict = AvroDeserializer(client, from_dict=lambda d, ctx: PointModel(**d))
     assert await from_dict.deserialize_async(data) == PointModel(x=3, y=4)
+
+
+async def test_a_burst_of_first_sends_resolves_once(registry: Any, client: SchemaRegistryClient) -> None:
+    import asyncio
+
+    serializer = AvroSerializer(client, POINT)
+    served = registry.requests_served
+    ctx = SerializationContext("burst")
+    results = await asyncio.gather(*(serializer.serialize_async({"x": i, "y": i}, ctx) for i in range(20)))
+    assert registry.requests_served == served + 1  # one registration, not twenty
+    assert len({r[:5] for r in results if r is not None}) == 1

@@ -21,6 +21,8 @@ from collections.abc import Callable, MutableSequence, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
+
 from .client import RegisteredSchema, Schema, SchemaReference, SchemaRegistryClient
 from .errors import SchemaNotResolvedError, SerializationError
 
@@ -165,6 +167,7 @@ class SchemaSerializerBase:
         self._id_in_header = schema_id_in_header
         self._by_topic: dict[str, tuple[int, Any, bytes | None]] = {}
         self._by_subject: dict[str, tuple[int, Any, bytes | None]] = {}
+        self._locks: dict[str, anyio.Lock] = {}
 
     @property
     def record_name(self) -> str | None:
@@ -177,6 +180,14 @@ class SchemaSerializerBase:
         if cached is not None and ctx.field == self._field:
             return cached[0]
         subject = self._subject_name(ctx, self.record_name)
+        # One resolution per subject at a time: a burst of first sends makes one registry call.
+        async with self._locks.setdefault(subject, anyio.Lock()):
+            entry = await self._resolve(subject)
+        if ctx.field == self._field:
+            self._by_topic[topic] = entry
+        return entry[0]
+
+    async def _resolve(self, subject: str) -> tuple[int, Any, bytes | None]:
         entry = self._by_subject.get(subject)
         if entry is None:
             if self._use_latest:
@@ -202,9 +213,7 @@ class SchemaSerializerBase:
                 guid_header = bytes([MAGIC_BYTE_GUID]) + uuid.UUID(registered.guid).bytes + self._indexes
             entry = (registered.schema_id, writer, guid_header)
             self._by_subject[subject] = entry
-        if ctx.field == self._field:
-            self._by_topic[topic] = entry
-        return entry[0]
+        return entry
 
     async def _writer_for(self, schema: Schema) -> Any:
         """The format's compiled writer for ``schema`` (parsed Avro schema, validator, ...)."""
