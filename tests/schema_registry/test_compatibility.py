@@ -163,6 +163,54 @@ JSON_CASES = {
         False,
         True,
     ),
+    "pydantic-style $defs model changed": (
+        Schema(
+            json.dumps(
+                {
+                    "type": "object",
+                    "properties": {"a": {"$ref": "#/$defs/A"}},
+                    "$defs": {"A": {"type": "object", "properties": {"x": STR}}},
+                }
+            ),
+            "JSON",
+        ),
+        Schema(
+            json.dumps(
+                {
+                    "type": "object",
+                    "properties": {"a": {"$ref": "#/$defs/A"}},
+                    "$defs": {"A": {"type": "object", "properties": {"x": INT}}},
+                }
+            ),
+            "JSON",
+        ),
+        False,
+        False,
+    ),
+    "pydantic-style $defs model widened": (
+        Schema(
+            json.dumps(
+                {
+                    "type": "object",
+                    "properties": {"a": {"$ref": "#/$defs/A"}},
+                    "$defs": {"A": {"type": "object", "properties": {"x": INT}}},
+                }
+            ),
+            "JSON",
+        ),
+        Schema(
+            json.dumps(
+                {
+                    "type": "object",
+                    "properties": {"a": {"$ref": "#/$defs/A"}},
+                    "$defs": {"A": {"type": "object", "properties": {"x": NUM}}},
+                }
+            ),
+            "JSON",
+        ),
+        True,
+        False,
+    ),
     "array items widened": (
         js({"a": {"type": "array", "items": INT}}),
         js({"a": {"type": "array", "items": NUM}}),

@@ -5,8 +5,10 @@ type changes (the reader's types must cover the writer's; ``integer`` widens to 
 properties added or removed under open and closed content models (``additionalProperties: false``
 closes an object); ``required`` added; ``enum`` narrowed; ``maxLength``/``minLength``/``maximum``/
 ``minimum``/``maxItems``/``minItems`` narrowed; ``items`` and property schemas recursively.
-Combinators (``oneOf``/``anyOf``/``allOf``), ``$ref`` across references and ``patternProperties`` are
-compared only for equality: a change to them is reported as incompatible, the conservative answer.
+Local ``$ref`` pointers (``#/$defs/...``, ``#/definitions/...``, as pydantic writes nested models) are
+inlined before comparing (recursive ones to a bounded depth). Combinators (``oneOf``/``anyOf``/
+``allOf``), ``$ref`` to other documents and ``patternProperties`` are compared only for equality: a
+change to them is reported as incompatible, the conservative answer.
 """
 
 from __future__ import annotations
@@ -29,14 +31,37 @@ _NARROWING = {
 _OPAQUE = ("oneOf", "anyOf", "allOf", "not", "$ref", "patternProperties", "if", "then", "else")
 
 
+_INLINE_DEPTH = 8  # a self-reference doubles per level with two uses: 2**8 nodes at most
+
+
 def parse(schema_str: str) -> Any:
-    """The schema as JSON, checked against its metaschema; raises ValueError."""
+    """The schema as JSON, checked against its metaschema, local ``$ref`` inlined; raises ValueError."""
     try:
         schema = json.loads(schema_str)
         validator_for(schema).check_schema(schema)
     except Exception as exc:
         raise ValueError(f"Invalid schema: {exc}") from exc
-    return schema
+    return _inline(schema, schema, 0)
+
+
+def _inline(node: Any, root: Any, depth: int) -> Any:
+    """``node`` with every local ``$ref`` replaced by its target (beyond the depth: left as is)."""
+    if isinstance(node, list):
+        return [_inline(item, root, depth) for item in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#") and depth < _INLINE_DEPTH:
+        target: Any = root
+        for part in [p for p in ref[1:].split("/") if p]:
+            part = part.replace("~1", "/").replace("~0", "~")
+            if not isinstance(target, dict) or part not in target:
+                raise ValueError(f"Invalid schema: $ref {ref!r} does not resolve")
+            target = target[part]
+        siblings = {k: v for k, v in node.items() if k != "$ref"}
+        merged = {**target, **siblings} if isinstance(target, dict) else target
+        return _inline(merged, root, depth + 1)
+    return {k: _inline(v, root, depth) for k, v in node.items() if k not in ("$defs", "definitions")}
 
 
 def check(reader: Any, writer: Any, path: str = "#") -> list[str]:
