@@ -368,3 +368,47 @@ async def test_schema_id_in_header_both_ways(
         assert read_by_us == records
     with pytest.raises(SerializationError, match="headers"):
         serializer.serialize(records[0], SerializationContext(topic))  # header mode without a headers list
+
+
+async def test_json_schema_references_both_ways(threaded_registry: EmbeddedSchemaRegistry) -> None:
+    from confluent_kafka.schema_registry import Schema as TheirSchema
+    from confluent_kafka.schema_registry import SchemaReference as TheirReference
+
+    from aiokafka_lite.schema_registry import SchemaReference
+
+    address = json.dumps(
+        {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+         "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    )  # fmt: skip
+    person = json.dumps(
+        {"$schema": "http://json-schema.org/draft-07/schema#", "title": "Person", "type": "object",
+         "properties": {"name": {"type": "string"}, "home": {"$ref": "address.json"}}}
+    )  # fmt: skip
+    records = [{"name": f"p{i}", "home": {"city": f"c{i}"}} for i in range(5)]
+    their_client = TheirClient({"url": threaded_registry.url})
+    their_ctx = TheirContext("jpeople", TheirField.VALUE)
+    async with SchemaRegistryClient(threaded_registry.url) as client:
+        await client.register_schema("address.json", Schema(address, "JSON"))
+        refs = (SchemaReference("address.json", "address.json", 1),)
+        ours = JSONSerializer(Schema(person, "JSON", refs), client)
+        our_bytes = [await ours.serialize_async(r, SerializationContext("jpeople")) for r in records]
+        with pytest.raises(SerializationError, match="city"):  # the referenced schema validates
+            ours.serialize({"name": "x", "home": {}}, SerializationContext("jpeople"))
+
+        def theirs() -> tuple[list[bytes], list[Any]]:
+            schema = TheirSchema(person, "JSON", [TheirReference("address.json", "address.json", 1)])
+            serializer = TheirJSONSerializer(schema, their_client)
+            deserializer = TheirJSONDeserializer(schema, schema_registry_client=their_client)
+            return [serializer(r, their_ctx) for r in records], [
+                deserializer(b, their_ctx) for b in our_bytes
+            ]
+
+        their_bytes, decoded_by_them = await asyncio.to_thread(theirs)
+        assert our_bytes == their_bytes
+        assert decoded_by_them == records
+        by_writer = JSONDeserializer(None, client=client)
+        assert [await by_writer.deserialize_async(b) for b in their_bytes] == records
+        with pytest.raises(SerializationError, match="city"):
+            by_writer(their_bytes[0][:5] + b'{"name": "x", "home": {}}')
+        with pytest.raises(ValueError, match="client"):
+            JSONDeserializer(Schema(person, "JSON", refs))

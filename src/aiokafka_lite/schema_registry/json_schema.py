@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from jsonschema import ValidationError
@@ -23,11 +23,31 @@ from .serde import (
 )
 
 
-def _validator(schema_str: str) -> Any:
+def _validator(schema_str: str, referenced: Sequence[tuple[str, str]] = ()) -> Any:
+    """A validator for the schema; ``referenced`` (reference name, schema text) resolve its ``$ref``s."""
+    from referencing import Registry, Resource
+    from referencing.jsonschema import DRAFT202012
+
     schema = json.loads(schema_str)
     cls = validator_for(schema)
     cls.check_schema(schema)
-    return cls(schema)
+    if not referenced:
+        return cls(schema)
+    registry: Any = Registry().with_resources(
+        (name, Resource.from_contents(json.loads(text), default_specification=DRAFT202012))
+        for name, text in referenced
+    )
+    return cls(schema, registry=registry)
+
+
+async def _named_references(client: SchemaRegistryClient, schema: Schema) -> list[tuple[str, str]]:
+    """Every schema ``schema`` references, directly or not, by its reference name."""
+    found: list[tuple[str, str]] = []
+    for ref in schema.references:
+        registered = await client.get_version(ref.subject, ref.version)
+        found += await _named_references(client, registered.schema)
+        found.append((ref.name, registered.schema.schema_str))
+    return found
 
 
 class JSONSerializer(SchemaSerializerBase):
@@ -76,7 +96,9 @@ class JSONSerializer(SchemaSerializerBase):
         return self._title
 
     async def _writer_for(self, schema: Schema) -> Any:
-        return _validator(schema.schema_str) if self._validate else None
+        if not self._validate:
+            return None
+        return _validator(schema.schema_str, await _named_references(self._client, schema))
 
     def _encode(self, obj: Any, writer: Any, ctx: SerializationContext | None) -> bytes:
         value = self._to_dict(obj, ctx) if self._to_dict is not None else _default_to_dict(obj)
@@ -102,16 +124,28 @@ class JSONDeserializer:
         client: SchemaRegistryClient | None = None,
     ) -> None:
         schema = _as_schema(schema_str, "JSON")
-        self._validator = _validator(schema.schema_str) if schema is not None else None
+        if schema is not None and schema.references and client is None:
+            raise ValueError("a schema with references needs a client to fetch them")
+        self._reader_schema = schema
+        self._validator = (
+            _validator(schema.schema_str) if schema is not None and not schema.references else None
+        )
         self._from_dict = from_dict
         self._client = client
         self._writers: dict[int | str, Any] = {}
 
     async def prefetch(self, data: bytes, ctx: SerializationContext | None = None) -> None:
         schema_id, _, _ = writer_reference(data, ctx)
-        if self._validator is None and self._client is not None and schema_id not in self._writers:
+        if self._client is None:
+            return
+        if self._validator is None and self._reader_schema is not None:
+            references = await _named_references(self._client, self._reader_schema)
+            self._validator = _validator(self._reader_schema.schema_str, references)
+        elif self._validator is None and schema_id not in self._writers:
             schema = await fetch_writer_schema(self._client, schema_id)
-            self._writers[schema_id] = _validator(schema.schema_str)
+            self._writers[schema_id] = _validator(
+                schema.schema_str, await _named_references(self._client, schema)
+            )
 
     def deserialize(self, data: bytes | None, ctx: SerializationContext | None = None) -> Any:
         if data is None:
