@@ -27,7 +27,7 @@ from contract_testlib import (
     run_and_leave,
 )
 
-from aiokafka_lite import Consumer, Producer
+from aiokafka_lite import Consumer, Producer, errors
 from aiokafka_lite.transact import Batch, TransactSession
 
 N = 120
@@ -166,3 +166,49 @@ def _check_way_out(way: str, left: Any, phase: dict[str, Any]) -> None:
         assert left.returned and left.error is None, left
     else:  # close: the loop ends (returns or raises), never hangs
         assert left.returned or left.error is not None, left
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_poll_failing_before_records_join_hands_them_out_again(kafka_bootstrap: str, backend: str) -> None:
+    """poll() got records but could not open the transaction: the records are not
+    skipped, the next poll() returns them again."""
+
+    async def scenario() -> None:
+        source, group = names("ts-poll")
+        await create_topics(bootstrap, source, partitions=1)
+        await produce_numbered_one_partition(bootstrap, source, 20)
+        async with TransactSession(
+            bootstrap,
+            group_id=group,
+            topics=source,
+            transactional_id=group + "-instance",
+            consumer_options={"auto_offset_reset": "earliest", "max_poll_records": 5, **FAST},
+            producer_options=FAST,
+        ) as session:
+            begin = session.producer.begin_transaction
+
+            async def refuse() -> None:
+                raise errors.KafkaError("coordinator unavailable")
+
+            session.producer.begin_transaction = refuse  # type: ignore[method-assign]
+            with anyio.fail_after(30):
+                while True:
+                    try:
+                        await session.poll(timeout_ms=200)
+                    except errors.KafkaError:
+                        break
+            session.producer.begin_transaction = begin  # type: ignore[method-assign]
+            assert not session.in_transaction
+            batch = await session.poll(timeout_ms=2000)
+            assert [r.offset for rs in batch.values() for r in rs][:1] == [0]  # from the first record
+            await session.abort()
+
+    bootstrap = kafka_bootstrap
+    anyio.run(scenario, backend=backend)
+
+
+async def produce_numbered_one_partition(bootstrap: str, topic: str, count: int) -> None:
+    async with Producer(bootstrap, linger_ms=2, **FAST) as producer:
+        for i in range(count):
+            await producer.enqueue(topic, str(i).encode(), partition=0)
+        await producer.flush()
