@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
+import subprocess
+from pathlib import Path
 
 import httpx
 import pytest
@@ -305,3 +308,40 @@ async def test_raw_schema_and_usage_endpoints(
         body = (await http.get("/subjects/a/versions/1")).json()
         assert body["id"] == schema_id and body["subject"] == "a" and "schemaType" not in body
         assert (await http.get("/mode")).json() == {"mode": "READWRITE"}
+
+
+def _self_signed(directory: Path, name: str) -> tuple[Path, Path]:
+    cert, key = directory / f"{name}.pem", directory / f"{name}.key"
+    subprocess.run(
+        [
+            "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+            "-keyout", str(key), "-out", str(cert), "-days", "2", "-subj", f"/CN={name}",
+            "-addext", "subjectAltName=IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    return cert, key
+
+
+async def test_tls_with_a_ca_file_and_a_client_certificate(tmp_path: Path) -> None:
+    server_cert, server_key = _self_signed(tmp_path, "server")
+    client_cert, client_key = _self_signed(tmp_path, "client")
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(server_cert, server_key)
+    context.verify_mode = ssl.CERT_REQUIRED
+    context.load_verify_locations(client_cert)  # the client's self-signed certificate is its own CA
+    async with EmbeddedSchemaRegistry(ssl_context=context) as registry:
+        assert registry.url.startswith("https://")
+        async with SchemaRegistryClient(
+            registry.url, verify=str(server_cert), cert=(str(client_cert), str(client_key))
+        ) as client:
+            assert await client.register_schema("s", USER_V1) == 1
+        # An unknown server certificate fails verification; no retry turns that into success.
+        async with SchemaRegistryClient(registry.url, max_retries=0) as untrusting:
+            with pytest.raises(RegistryUnavailableError, match="CERTIFICATE_VERIFY_FAILED"):
+                await untrusting.get_subjects()
+        # Without the client certificate the server refuses the handshake.
+        async with SchemaRegistryClient(registry.url, verify=str(server_cert), max_retries=0) as anonymous:
+            with pytest.raises(RegistryUnavailableError):
+                await anonymous.get_subjects()

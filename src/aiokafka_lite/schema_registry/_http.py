@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import ssl
 import urllib.parse
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -44,8 +45,15 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 
 class HttpServer:
-    def __init__(self, handler: Handler, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self,
+        handler: Handler,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
         self._handler = handler
+        self._ssl = ssl_context
         self._host = host
         self._port = port
         self._server: asyncio.Server | None = None
@@ -57,7 +65,7 @@ class HttpServer:
         return int(self._server.sockets[0].getsockname()[1])
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, self._host, self._port)
+        self._server = await asyncio.start_server(self._serve, self._host, self._port, ssl=self._ssl)
 
     async def stop(self) -> None:
         if self._server is not None:

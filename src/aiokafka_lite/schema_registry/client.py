@@ -8,6 +8,7 @@ subject changes, so it is cached only for ``latest_cache_ttl`` seconds (``None``
 from __future__ import annotations
 
 import json
+import os
 import random
 import ssl
 import time
@@ -141,8 +142,7 @@ class SchemaRegistryClient:
         self._http = httpx.AsyncClient(
             base_url=self.url + "/",
             auth=httpx.BasicAuth(*basic_auth) if basic_auth else None,
-            verify=verify,
-            cert=cert,
+            verify=_ssl_context(verify, cert),
             timeout=timeout,
             headers={"Accept": CONTENT_TYPE + ", application/json", **(headers or {})},
         )
@@ -399,6 +399,34 @@ class SchemaRegistryClient:
 
     async def get_contexts(self) -> list[str]:
         return [str(c) for c in await self._request("GET", "contexts")]
+
+
+def _ssl_context(
+    verify: bool | str | ssl.SSLContext, cert: str | tuple[str, str] | None
+) -> bool | ssl.SSLContext:
+    """One SSL context from the verify/cert options (httpx 0.28 ignores ``cert`` next to a CA path)."""
+    if cert is None and not isinstance(verify, str):
+        return verify
+    if isinstance(verify, ssl.SSLContext):
+        raise ValueError(
+            "give the client certificate inside the ssl.SSLContext passed as verify, not as cert"
+        )
+    if verify is False:
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    elif verify is True:
+        import certifi
+
+        context = ssl.create_default_context(cafile=certifi.where())
+    elif os.path.isdir(verify):
+        context = ssl.create_default_context(capath=verify)
+    else:
+        context = ssl.create_default_context(cafile=verify)
+    if cert is not None:
+        certfile, keyfile = (cert, None) if isinstance(cert, str) else cert
+        context.load_cert_chain(certfile, keyfile)
+    return context
 
 
 def _quote(subject: str) -> str:

@@ -23,6 +23,7 @@ import base64
 import binascii
 import json
 import re
+import ssl
 import threading
 import urllib.parse
 import uuid
@@ -352,7 +353,8 @@ class EmbeddedSchemaRegistry:
 
     ``compatibility`` is the global level (Confluent's default: BACKWARD). ``basic_auth`` (user,
     password) or ``bearer_token`` make every request need those credentials (401 otherwise), to test
-    clients' authentication.
+    clients' authentication; ``ssl_context`` (a server-side context) serves HTTPS, with client
+    certificates required if the context says so.
     """
 
     def __init__(
@@ -363,11 +365,13 @@ class EmbeddedSchemaRegistry:
         compatibility: str = "BACKWARD",
         basic_auth: tuple[str, str] | None = None,
         bearer_token: str | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         if compatibility not in COMPATIBILITY_LEVELS:
             raise ValueError(f"compatibility must be one of {', '.join(COMPATIBILITY_LEVELS)}")
         self._store = _Store(compatibility)
-        self._server = HttpServer(self._handle, host, port)
+        self._server = HttpServer(self._handle, host, port, ssl_context)
+        self._scheme = "https" if ssl_context is not None else "http"
         self._host = host
         self._expected_auth: str | None = None
         if basic_auth is not None:
@@ -379,7 +383,7 @@ class EmbeddedSchemaRegistry:
 
     @property
     def url(self) -> str:
-        return f"http://{self._host}:{self._server.port}"
+        return f"{self._scheme}://{self._host}:{self._server.port}"
 
     async def start(self) -> None:
         await self._server.start()
