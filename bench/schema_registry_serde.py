@@ -3,7 +3,8 @@
 Both sides talk to one EmbeddedSchemaRegistry (in a thread); the schema is resolved before timing
 (ours: ``await serializer.prepare(topic)``; theirs: one warm-up call), so the timed loop is the pure
 per-record cost: Avro (fastavro, both sides), JSON Schema (jsonschema validation, both sides),
-Protobuf. Serialize and deserialize, best of several interleaved runs, microseconds per record.
+Protobuf. Serialize and deserialize, best of several interleaved runs, microseconds per record; the
+last column is the format library alone (fastavro; jsonschema + json; protobuf), the floor.
 
 Run: .venv/bin/python bench/schema_registry_serde.py [--records N] [--repeat R]
 """
@@ -14,6 +15,8 @@ import argparse
 import asyncio
 import gc
 import importlib.metadata
+import io
+import json
 import os
 import sys
 import time
@@ -24,6 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "src"))
 sys.path.insert(0, os.path.join(HERE, ".."))
 
+import fastavro  # noqa: E402
 from confluent_kafka.schema_registry import SchemaRegistryClient as TheirClient  # noqa: E402
 from confluent_kafka.schema_registry.avro import AvroDeserializer as TAD  # noqa: E402
 from confluent_kafka.schema_registry.avro import AvroSerializer as TAS  # noqa: E402
@@ -32,6 +36,7 @@ from confluent_kafka.schema_registry.json_schema import JSONSerializer as TJS  #
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer as TPD  # noqa: E402
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer as TPS  # noqa: E402
 from confluent_kafka.serialization import MessageField, SerializationContext  # noqa: E402
+from jsonschema.validators import validator_for  # noqa: E402
 
 from aiokafka_lite.schema_registry import (  # noqa: E402
     AvroDeserializer,
@@ -74,6 +79,33 @@ async def prepare_ours(url: str, topic_prefix: str) -> dict[str, tuple[Any, Any]
     return ours
 
 
+def library_alone(kind: str) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
+    """The format library by itself (no framing, no registry client): the floor both sides pay."""
+    if kind == "avro":
+        parsed = fastavro.parse_schema(json.loads(USER_AVRO))
+
+        def avro_write(record: Any) -> bytes:
+            out = io.BytesIO()
+            fastavro.schemaless_writer(out, parsed, record)
+            return out.getvalue()
+
+        return avro_write, lambda data: fastavro.schemaless_reader(io.BytesIO(data[5:]), parsed, None)
+    if kind == "json":
+        validator = validator_for(json.loads(USER_JSON))(json.loads(USER_JSON))
+
+        def json_write(value: Any) -> bytes:
+            validator.validate(value)
+            return json.dumps(value, separators=(",", ":")).encode()
+
+        def json_read(data: bytes) -> Any:
+            value = json.loads(data[5:])
+            validator.validate(value)
+            return value
+
+        return json_write, json_read
+    return (lambda message: message.SerializeToString()), (lambda data: Order.FromString(data[7:]))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=5000)
@@ -94,7 +126,9 @@ def main() -> None:
         print(
             f"confluent-kafka {importlib.metadata.version('confluent-kafka')}, {args.records} records, best of {args.repeat}"
         )
-        print(f"{'format':<10}{'op':<13}{'ours µs':>10}{'theirs µs':>11}{'theirs/ours':>13}")
+        print(
+            f"{'format':<10}{'op':<13}{'ours µs':>10}{'theirs µs':>11}{'theirs/ours':>13}{'library µs':>12}"
+        )
         for kind, make in makers.items():
             records = [make(i) for i in range(args.records)]
             ctx = SerializationContext(f"bench-{kind}", MessageField.VALUE)
@@ -104,20 +138,23 @@ def main() -> None:
             payloads = [our_ser(r) for r in records]
             assert payloads == [their_ser(r, ctx) for r in records], kind
             their_de(payloads[0], ctx)
-            results = {}
-            for _ in range(2):  # interleave: ours, theirs, ours, theirs
-                results["ours-ser"] = best_us_per_record(our_ser, records, args.repeat)
-                results["theirs-ser"] = best_us_per_record(
-                    lambda r, s=their_ser, c=ctx: s(r, c), records, args.repeat
-                )
-                results["ours-de"] = best_us_per_record(our_de, payloads, args.repeat)
-                results["theirs-de"] = best_us_per_record(
-                    lambda p, d=their_de, c=ctx: d(p, c), payloads, args.repeat
-                )
+            floor_ser, floor_de = library_alone(kind)
+            contenders = {
+                "ours-ser": (our_ser, records),
+                "theirs-ser": (lambda r, s=their_ser, c=ctx: s(r, c), records),
+                "floor-ser": (floor_ser, records),
+                "ours-de": (our_de, payloads),
+                "theirs-de": (lambda p, d=their_de, c=ctx: d(p, c), payloads),
+                "floor-de": (floor_de, payloads),
+            }
+            results = dict.fromkeys(contenders, float("inf"))
+            for _ in range(2):  # interleaved rounds; the best of each
+                for name, (fn, items) in contenders.items():
+                    results[name] = min(results[name], best_us_per_record(fn, items, args.repeat))
             for op in ("ser", "de"):
-                o, t = results[f"ours-{op}"], results[f"theirs-{op}"]
+                o, t, f = results[f"ours-{op}"], results[f"theirs-{op}"], results[f"floor-{op}"]
                 name = "serialize" if op == "ser" else "deserialize"
-                print(f"{kind:<10}{name:<13}{o:>10.2f}{t:>11.2f}{t / o:>12.1f}x")
+                print(f"{kind:<10}{name:<13}{o:>10.2f}{t:>11.2f}{t / o:>12.1f}x{f:>12.2f}")
 
 
 if __name__ == "__main__":

@@ -49,10 +49,12 @@ def encode_message_indexes(indexes: list[int]) -> bytes:
 
 def decode_message_indexes(data: memoryview) -> tuple[list[int], memoryview]:
     """The message indexes at the start of ``data`` and the rest (the message bytes)."""
+    if data and data[0] == 0:  # the common [0], written as one byte
+        return [0], data[1:]
+    values: list[int] = []
     position = 0
-
-    def read() -> int:
-        nonlocal position
+    count = -1
+    while count < 0 or len(values) < count:
         shift = result = 0
         while True:
             if position >= len(data) or shift > 63:
@@ -61,14 +63,16 @@ def decode_message_indexes(data: memoryview) -> tuple[list[int], memoryview]:
             position += 1
             result |= (byte & 0x7F) << shift
             if not byte & 0x80:
-                return (result >> 1) ^ -(result & 1)
+                break
             shift += 7
-
-    count = read()
-    if count < 0 or count > 1024:
-        raise SerializationError(f"bad Protobuf message index count {count}")
-    indexes = [read() for _ in range(count)] if count else [0]
-    return indexes, data[position:]
+        value = (result >> 1) ^ -(result & 1)
+        if count < 0:
+            if value < 0 or value > 1024:
+                raise SerializationError(f"bad Protobuf message index count {value}")
+            count = value
+        else:
+            values.append(value)
+    return values or [0], data[position:]
 
 
 def message_indexes(descriptor: Descriptor) -> list[int]:

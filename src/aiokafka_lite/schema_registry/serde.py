@@ -129,6 +129,17 @@ async def referenced_schemas(
     return ordered
 
 
+@dataclass(frozen=True, slots=True)
+class _Resolved:
+    """A subject's resolved schema: its id, the format's compiled writer, the schema-id header (header
+    mode) and the bytes before the payload (prefix mode: magic, id, Protobuf's indexes)."""
+
+    schema_id: int
+    writer: Any
+    guid_header: bytes | None
+    prefix: bytes
+
+
 class SchemaSerializerBase:
     """Resolves and caches, per subject, the id of the schema records are written with.
 
@@ -165,8 +176,8 @@ class SchemaSerializerBase:
         self._subject_name = subject_name_strategy
         self._field = field
         self._id_in_header = schema_id_in_header
-        self._by_topic: dict[str, tuple[int, Any, bytes | None]] = {}
-        self._by_subject: dict[str, tuple[int, Any, bytes | None]] = {}
+        self._by_topic: dict[str, _Resolved] = {}
+        self._by_subject: dict[str, _Resolved] = {}
         self._locks: dict[str, anyio.Lock] = {}
 
     @property
@@ -178,16 +189,16 @@ class SchemaSerializerBase:
         ctx = SerializationContext(topic, field or self._field)
         cached = self._by_topic.get(topic)
         if cached is not None and ctx.field == self._field:
-            return cached[0]
+            return cached.schema_id
         subject = self._subject_name(ctx, self.record_name)
         # One resolution per subject at a time: a burst of first sends makes one registry call.
         async with self._locks.setdefault(subject, anyio.Lock()):
             entry = await self._resolve(subject)
         if ctx.field == self._field:
             self._by_topic[topic] = entry
-        return entry[0]
+        return entry.schema_id
 
-    async def _resolve(self, subject: str) -> tuple[int, Any, bytes | None]:
+    async def _resolve(self, subject: str) -> _Resolved:
         entry = self._by_subject.get(subject)
         if entry is None:
             if self._use_latest:
@@ -211,7 +222,8 @@ class SchemaSerializerBase:
                         "a header (use schema_id_in_header=False)"
                     )
                 guid_header = bytes([MAGIC_BYTE_GUID]) + uuid.UUID(registered.guid).bytes + self._indexes
-            entry = (registered.schema_id, writer, guid_header)
+            prefix = _HEADER.pack(MAGIC_BYTE, registered.schema_id) + self._indexes
+            entry = _Resolved(registered.schema_id, writer, guid_header, prefix)
             self._by_subject[subject] = entry
         return entry
 
@@ -225,7 +237,7 @@ class SchemaSerializerBase:
     # Protobuf's message indexes; they go after the id, in the payload or in the header.
     _indexes = b""
 
-    def _entry(self, ctx: SerializationContext | None) -> tuple[int, Any, bytes | None]:
+    def _entry(self, ctx: SerializationContext | None) -> _Resolved:
         if ctx is None:
             if len(self._by_topic) != 1:
                 raise SchemaNotResolvedError(
@@ -248,16 +260,18 @@ class SchemaSerializerBase:
         """Sync fast path (no I/O): the framed bytes of ``obj`` (None stays None, a tombstone)."""
         if obj is None:
             return None
-        schema_id, writer, guid_header = self._entry(ctx)
-        if guid_header is None:
-            return frame(schema_id, self._indexes + self._encode(obj, writer, ctx))
+        entry = self._entry(ctx)
+        if entry.guid_header is None:
+            return entry.prefix + self._encode(obj, entry.writer, ctx)
         headers = ctx.headers if ctx is not None else None
         if not isinstance(headers, MutableSequence):
             raise SerializationError(
                 "schema_id_in_header=True needs a SerializationContext whose headers is a list to append to"
             )
-        body = self._encode(obj, writer, ctx)
-        headers.append((schema_id_header_name(ctx.field if ctx is not None else self._field), guid_header))
+        body = self._encode(obj, entry.writer, ctx)
+        headers.append(
+            (schema_id_header_name(ctx.field if ctx is not None else self._field), entry.guid_header)
+        )
         return body
 
     __call__ = serialize
