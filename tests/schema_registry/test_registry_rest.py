@@ -237,7 +237,9 @@ async def test_5xx_is_retried_then_answered() -> None:
         nonlocal seen
         seen += 1
         if seen <= failures:
-            return Response(503, {"error_code": 50003, "message": "busy"})
+            return Response(
+                503, {"error_code": 50003, "message": "busy"}
+            )  # Confluent: 50003 forwarding error
         return Response(200, ["s"])
 
     server = HttpServer(flaky)
@@ -250,9 +252,10 @@ async def test_5xx_is_retried_then_answered() -> None:
         async with SchemaRegistryClient(
             f"http://127.0.0.1:{server.port}", retry_backoff=0.01, max_retries=2
         ) as client:
-            with pytest.raises(RegistryUnavailableError, match="3 times"):
+            with pytest.raises(RegistryUnavailableError, match="3 times") as failed:
                 await client.get_subjects()
             assert seen == 3
+            assert (failed.value.http_status, failed.value.error_code) == (503, 50001)  # the registry's own
     finally:
         await server.stop()
 

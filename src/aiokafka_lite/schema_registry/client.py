@@ -175,6 +175,7 @@ class SchemaRegistryClient:
         query = {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in (params or {}).items()}
         content = json.dumps(body).encode() if body is not None else None
         last_failure = "no attempt"
+        last_status, last_code = -1, 50003
         try:
             with anyio.fail_after(self._timeout):
                 for attempt in range(self._max_retries + 1):
@@ -192,15 +193,23 @@ class SchemaRegistryClient:
                         last_failure = f"{type(exc).__name__}: {exc}"
                         continue
                     if response.status_code >= 500 or response.status_code == 429:
+                        last_status, last_code = response.status_code, response.status_code
                         last_failure = f"HTTP {response.status_code}: {response.text[:200]}"
+                        try:
+                            last_code = int(response.json()["error_code"])
+                        except (ValueError, KeyError, TypeError):
+                            pass  # not a registry error body (a proxy's page): keep the HTTP status
                         continue
                     return self._decode(response)
         except TimeoutError:
             raise RegistryUnavailableError(
                 -1, 50002, f"{method} {self.url}/{path} timed out after {self._timeout} s ({last_failure})"
             ) from None
+        # The last answer's status and registry error code, when there was an answer.
         raise RegistryUnavailableError(
-            -1, 50003, f"{method} {self.url}/{path} failed {self._max_retries + 1} times ({last_failure})"
+            last_status,
+            last_code,
+            f"{method} {self.url}/{path} failed {self._max_retries + 1} times ({last_failure})",
         )
 
     async def _token(self) -> str:
