@@ -237,9 +237,8 @@ async def test_5xx_is_retried_then_answered() -> None:
         nonlocal seen
         seen += 1
         if seen <= failures:
-            return Response(
-                503, {"error_code": 50003, "message": "busy"}
-            )  # Confluent: 50003 forwarding error
+            # Confluent's 50001: an error in the backend.
+            return Response(503, {"error_code": 50001, "message": "busy"})
         return Response(200, ["s"])
 
     server = HttpServer(flaky)
