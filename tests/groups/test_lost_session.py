@@ -205,11 +205,14 @@ async def test_member_cut_off_past_its_session_hands_out_no_stale_record(
             lambda: (owned(a), owned(b)),
         )
         # A's own clock runs out a moment after the broker's (it counts from the heartbeat
-        # answer): wait for it, so that A is let go on only once it knows (without the fix
-        # it never does during the partition; the test goes on, to count what follows).
+        # answer): wait until it has stopped handing out records of its partitions (it
+        # pauses them), so that A is let go on only once it knows (without the fix it never
+        # does; the test goes on, to count what follows).
         with contextlib.suppress(AssertionError):
-            await eventually(lambda: bool(lost_a), 2 * SESSION_MS / 1000, "A declares its partitions lost")
-        lost_when_let_go = list(lost_a)
+            await eventually(
+                lambda: a.paused() == every_partition, 2 * SESSION_MS / 1000, "A stops handing out records"
+            )
+        frozen_when_let_go = a.paused()
         go_on.set()
         let_go_at = attempts_a
         await eventually(
@@ -224,7 +227,9 @@ async def test_member_cut_off_past_its_session_hands_out_no_stale_record(
             lambda: (len(seen_a), len(seen_b)),
         )
         proxy.restore()
-        await eventually(lambda: in_group(a) and in_group(b), 60, "A rejoins after the network heals")
+        await eventually(
+            lambda: bool(lost_a) and in_group(a) and in_group(b), 60, "A rejoins after the network heals"
+        )
         for t in tasks:
             assert not t.done(), t
     finally:
@@ -253,5 +258,7 @@ async def test_member_cut_off_past_its_session_hands_out_no_stale_record(
     # had not committed.
     assert duplicates <= step, (duplicates, after_cut)
     assert len(after_cut) <= 1, after_cut
-    # A learnt on its own, during the partition, that its partitions were lost.
-    assert lost_when_let_go == [every_partition], lost_when_let_go
+    # A stopped on its own clock during the partition; once the network healed the
+    # coordinator told it it had been expired: its partitions were lost (no commit).
+    assert frozen_when_let_go == every_partition, frozen_when_let_go
+    assert lost_a[:1] == [every_partition], lost_a

@@ -1,17 +1,26 @@
 """The session clock of both membership machines, with a fake clock (issue 24, item 3): a
 member that has had no answer proving its session alive for longer than the session
-timeout is out of the group (the broker has expired it), stops handing out records of
-its partitions at once, declares them lost (no commit) and rejoins; as long as answers
-come, nothing happens."""
+timeout stops handing out records of its partitions at once and finds the coordinator
+again; an answer saying it was expired makes them lost (no commit) and the member
+rejoins, a normal answer (the coordinator kept the session) hands them out again. As long
+as answers come, nothing happens."""
 
 from __future__ import annotations
 
-from test_consumer_membership import joined, ok, resolve, run_batch
+from test_consumer_membership import (
+    FENCED_MEMBER_EPOCH,
+    UNKNOWN_MEMBER_ID,
+    error,
+    joined,
+    ok,
+    resolve,
+    run_batch,
+)
 from test_consumer_membership import kinds as consumer_kinds
 from test_group_membership import T, join_ok, kinds, settings, stable, start
 
 from aiokafka_lite.groups.consumer_membership import ConsumerMemberState, FindCoordinator
-from aiokafka_lite.groups.membership import FreezePartitions, Membership, MemberState
+from aiokafka_lite.groups.membership import FreezePartitions, Membership, MemberState, ThawPartitions
 
 NONE = 0
 REBALANCE_IN_PROGRESS = 27
@@ -42,33 +51,48 @@ def test_classic_answered_heartbeats_keep_the_session() -> None:
         beat(m, now)
         assert m.expire_session(now + SESSION) == []  # the deadline itself is not past it
         assert m.tick(now) == [] or m.state is MemberState.STABLE
-    assert m.state is MemberState.STABLE and m.generation == 1 and m.sessions_lost == 0
+    assert m.state is MemberState.STABLE and m.generation == 1 and m.sessions_expired == 0
     assert m.owned == set(T[:2])
 
 
-def test_classic_no_answer_for_a_session_means_lost_without_commit() -> None:
+def test_classic_no_answer_for_a_session_freezes_then_expired_answer_means_lost_without_commit() -> None:
     m = classic(auto_commit=True)
     beat(m, 3000)
     assert m.session_deadline() == 3000 + SESSION
     assert m.expire_session(3000 + SESSION) == []
-    # The heartbeat loop notices first: stop handing out records of both partitions now.
+    # The heartbeat loop notices first: stop handing out records of both partitions now,
+    # and find the coordinator again.
     assert m.expire_session(3001 + SESSION) == [FreezePartitions(frozenset(T[:2]))]
-    assert m.sessions_lost == 1
-    assert m.state is MemberState.UNJOINED and m.generation == -1 and m.member_id == ""
-    assert m.coordinator is None and m.commit_identity() is None
+    assert m.sessions_expired == 1 and m.session_expired
+    assert m.coordinator is None and m.session_deadline() is None
     assert m.expire_session(3002 + SESSION) == []  # once
-    # The main loop: lost listener, removed; no commit (auto-commit is on), then rejoin.
-    assert kinds(m.tick(3002 + SESSION)) == ["FreezePartitions", "lost:2", "RemovePartitions"]
-    assert m.owned == set()
     assert m.tick(3002 + SESSION) == [FindCoordinator(True)]
+    m.coordinator_found(1, 20_000)
+    req = m.heartbeat_request(20_000)
+    assert req is not None
+    m.heartbeat_response(req, UNKNOWN_MEMBER_ID, 20_001)  # expired indeed
+    assert not m.session_expired and m.generation == -1 and m.commit_identity() is None
+    # Lost listener, removed; no commit (auto-commit is on); then the JoinGroup.
+    assert kinds(m.tick(20_002)) == ["FreezePartitions", "lost:2", "RemovePartitions", "SendJoinGroup"]
+    assert m.owned == set()
+
+
+def test_classic_a_session_the_coordinator_kept_is_thawed() -> None:
+    m = classic(auto_commit=False)
+    m.expire_session(SESSION + 1)
+    m.coordinator_found(2, SESSION + 5000)  # failed over: the new coordinator restarted the session
+    beat(m, SESSION + 5000)
+    assert not m.session_expired and m.generation == 1
+    assert m.tick(SESSION + 5001) == [ThawPartitions(frozenset(T[:2]))]
+    assert m.tick(SESSION + 5001) == []
+    assert m.session_deadline() == 2 * SESSION + 5000
 
 
 def test_classic_tick_alone_expires_the_session() -> None:
     m = classic(auto_commit=False)
     assert m.next_deadline(1) == SESSION + 1  # the main loop wakes up for it
-    acts = m.tick(SESSION + 1)
-    assert kinds(acts) == ["FreezePartitions", "FreezePartitions", "lost:2", "RemovePartitions"]
-    assert m.sessions_lost == 1
+    assert m.tick(SESSION + 1) == [FreezePartitions(frozenset(T[:2]))]
+    assert m.sessions_expired == 1
 
 
 def test_classic_rebalance_in_progress_answers_keep_the_session() -> None:
@@ -86,15 +110,17 @@ def test_classic_finding_the_coordinator_again_proves_nothing() -> None:
     assert m.coordinator is None
     m.coordinator_found(1, SESSION)  # the lookup got through; the session was not renewed
     assert m.expire_session(SESSION + 1) == [FreezePartitions(frozenset(T[:2]))]
+    assert m.generation == 1  # until the coordinator answers
 
 
-def test_classic_an_answer_after_the_expiry_changes_nothing() -> None:
+def test_classic_a_late_answer_thaws() -> None:
     m = classic()
     req = m.heartbeat_request(1000)
     assert req is not None
     m.expire_session(SESSION + 1)
-    m.heartbeat_response(req, NONE, SESSION + 2)  # a late answer to the old generation
-    assert m.generation == -1 and m.session_deadline() is None
+    m.heartbeat_response(req, NONE, SESSION + 2)  # a late answer: the session was kept after all
+    assert not m.session_expired
+    assert m.tick(SESSION + 3) == [ThawPartitions(frozenset(T[:2]))]
 
 
 def test_classic_a_join_in_flight_has_no_session_to_lose() -> None:
@@ -139,10 +165,10 @@ def test_consumer_protocol_answered_heartbeats_keep_the_session() -> None:
         assert req is not None
         m.heartbeat_response(ok(1), now)
         assert m.expire_session(now + SESSION) == []
-    assert m.state is ConsumerMemberState.STABLE and m.sessions_lost == 0
+    assert m.state is ConsumerMemberState.STABLE and m.sessions_expired == 0
 
 
-def test_consumer_protocol_no_answer_for_a_session_means_fenced_and_lost_without_commit() -> None:
+def test_consumer_protocol_no_answer_for_a_session_freezes_then_fenced_means_lost_without_commit() -> None:
     m = joined(auto_commit_interval_ms=1000)  # auto-commit due, yet no commit of lost partitions
     m.session_timeout_learned(SESSION)
     req = m.heartbeat_request(5000)
@@ -150,41 +176,48 @@ def test_consumer_protocol_no_answer_for_a_session_means_fenced_and_lost_without
     assert m.expire_session(SESSION) == []
     acts = m.expire_session(SESSION + 1)
     assert consumer_kinds(acts) == ["FreezePartitions:[0, 1, 2]"]
-    assert m.state is ConsumerMemberState.FENCED and m.epoch == 0 and m.sessions_lost == 1
-    assert m.coordinator is None and m.commit_identity() is None
-    m.heartbeat_response(ok(1), SESSION + 2)  # the late answer belongs to the old membership
-    assert m.state is ConsumerMemberState.FENCED
-    acts = m.tick(SESSION + 2, resolve())
+    assert m.session_expired and m.sessions_expired == 1 and m.coordinator is None
+    assert m.tick(SESSION + 2, resolve()) == [FindCoordinator(True)]
+    m.coordinator_found(1, SESSION + 3)
+    again = m.heartbeat_request(SESSION + 3)
+    assert again is not None and again.member_epoch == 1
+    assert m.heartbeat_response(error(FENCED_MEMBER_EPOCH), SESSION + 4)
+    assert m.state is ConsumerMemberState.FENCED and not m.session_expired
+    acts = m.tick(SESSION + 5, resolve())
     assert consumer_kinds(acts)[:3] == [
         "FreezePartitions:[0, 1, 2]",
         "lost:[0, 1, 2]",
         "RemovePartitions:[0, 1, 2]",
     ]
     assert "CommitOffsets" not in consumer_kinds(acts)
-    run_batch(m, acts, SESSION + 2)
+    run_batch(m, acts, SESSION + 5)
     assert m.state is ConsumerMemberState.JOINING and m.owned == set()
-    assert m.tick(SESSION + 2, resolve()) == [FindCoordinator(True)]
-    m.coordinator_found(1, SESSION + 3)
-    rejoin = m.heartbeat_request(SESSION + 3)
+    rejoin = m.heartbeat_request(SESSION + 6)
     assert rejoin is not None and rejoin.member_epoch == 0
+
+
+def test_consumer_protocol_a_session_the_coordinator_kept_is_thawed() -> None:
+    m = joined(auto_commit_interval_ms=10**9)
+    m.session_timeout_learned(SESSION)
+    m.expire_session(SESSION + 1)
+    m.coordinator_found(2, SESSION + 2)
+    req = m.heartbeat_request(SESSION + 2)
+    assert req is not None
+    m.heartbeat_response(ok(1), SESSION + 3)
+    assert consumer_kinds(m.tick(SESSION + 4, resolve())) == ["ThawPartitions"]
+    assert m.state is ConsumerMemberState.STABLE and m.session_deadline() == 2 * SESSION + 3
 
 
 def test_consumer_protocol_tick_alone_expires_the_session() -> None:
     m = joined(auto_commit_interval_ms=10**9)
     m.session_timeout_learned(SESSION)
-    acts = m.tick(SESSION + 1, resolve())
-    assert consumer_kinds(acts)[:4] == [
-        "FreezePartitions:[0, 1, 2]",
-        "FreezePartitions:[0, 1, 2]",
-        "lost:[0, 1, 2]",
-        "RemovePartitions:[0, 1, 2]",
-    ]
+    assert consumer_kinds(m.tick(SESSION + 1, resolve())) == ["FreezePartitions:[0, 1, 2]"]
 
 
 def test_consumer_protocol_joining_member_has_no_session() -> None:
     m = joined()
-    acts = m.expire_session(46_000)
-    assert acts and m.state is ConsumerMemberState.FENCED
-    run_batch(m, m.tick(46_000, resolve()), 46_000)
+    assert m.heartbeat_request(6000) is not None
+    assert m.heartbeat_response(error(UNKNOWN_MEMBER_ID), 6000)
+    run_batch(m, m.tick(6001, resolve()), 6001)
     assert m.state is ConsumerMemberState.JOINING
     assert m.session_deadline() is None and m.expire_session(10**9) == []

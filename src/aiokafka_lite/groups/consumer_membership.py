@@ -39,9 +39,12 @@ timeout (``group.consumer.session.timeout.ms``, or the group config
 configure that timeout with this protocol; the driver asks the broker for it once the
 member has joined (``session_timeout_wanted``, ``DescribeSessionTimeout``), and until it knows, the machine assumes
 Kafka's default (45 s). Once no heartbeat has been answered for that long
-(``expire_session``), the member is surely fenced: it stops handing out records of what it
-held at once (``FreezePartitions``), goes to FENCED, and the next ``tick`` declares the
-partitions lost (lost listener, no commit) and rejoins with epoch 0.
+(``expire_session``), another member may own its partitions already: it stops handing out
+their records at once (``FreezePartitions``) and looks the coordinator up again. Its answer
+decides, as in the Java client: FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID means FENCED, the
+partitions lost (lost listener, no commit) and a rejoin with epoch 0; a normal answer means
+the session survived (a coordinator that failed over restarts the sessions), and the
+partitions are handed out again (``ThawPartitions``).
 
 Offsets are committed with the member epoch (OffsetCommit v9+): ``commit_identity``
 gives ``(member_epoch, member_id, instance_id)``. Time is an argument (``now``,
@@ -76,6 +79,7 @@ from aiokafka_lite.groups.membership import (
     FreezePartitions,
     InvokeListener,
     RemovePartitions,
+    ThawPartitions,
 )
 from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
@@ -320,6 +324,7 @@ class SendLeaveHeartbeat:
 ConsumerAction = (
     FindCoordinator
     | FreezePartitions
+    | ThawPartitions
     | InvokeListener
     | CommitOffsets
     | RemovePartitions
@@ -409,7 +414,9 @@ class ConsumerMembership:
         self.session_timeout_ms = DEFAULT_SESSION_TIMEOUT_MS
         self._session_timeout_asked = False
         self._session_alive_at = now
-        self.sessions_lost = 0
+        self.session_expired = False
+        self._thaw_pending = False
+        self.sessions_expired = 0
 
     # ------------------------------------------------------------------ introspection
     @property
@@ -453,33 +460,33 @@ class ConsumerMembership:
     def session_deadline(self) -> float | None:
         """When the broker has surely fenced this member if no heartbeat answer proves its
         session alive before (None: not a member now)."""
-        if self.state not in _MEMBER or self.epoch <= 0:
+        if self.state not in _MEMBER or self.epoch <= 0 or self.session_expired:
             return None
         return self._session_alive_at + self.session_timeout_ms
 
     def expire_session(self, now: float) -> list[ConsumerAction]:
-        """Past ``session_deadline``: the member is fenced; stop handing out records of the
-        partitions held (returned as ``FreezePartitions``, for the driver to apply at once;
-        the next ``tick`` declares them lost and rejoins). [] while the session may be alive."""
+        """Past ``session_deadline``: stop handing out records of the partitions held
+        (returned as ``FreezePartitions``, for the driver to apply at once) and look the
+        coordinator up again; its next answer says whether they are lost. [] while the
+        session may be alive."""
         deadline = self.session_deadline()
         if deadline is None or now <= deadline:
             return []
         log.warning(
             "group %s: member %s heard nothing from the coordinator for %d ms, longer than the "
-            "group's session timeout (%d ms): the broker has fenced it; its partitions %s are lost, "
-            "rejoining",
+            "group's session timeout (%d ms): the broker has most likely fenced it; no record of %s "
+            "is handed out until the coordinator answers",
             self.settings.group_id,
             self.member_id,
             now - self._session_alive_at,
             self.session_timeout_ms,
             sorted(self.owned),
         )
-        self.sessions_lost += 1
-        self.state = ConsumerMemberState.FENCED
-        self.epoch = JOIN_EPOCH
-        self._attempt += 1
-        self._incarnation += 1
+        self.sessions_expired += 1
+        self.session_expired = True
+        self._thaw_pending = False
         self._coordinator_lost()
+        self._next_heartbeat = now
         return [FreezePartitions(frozenset(self.owned))] if self.owned else []
 
     def session_timeout_wanted(self) -> bool:
@@ -534,7 +541,11 @@ class ConsumerMembership:
             return []
         expired = self.expire_session(now)
         if expired:
-            return expired + self._release("lost", then="rejoin")
+            return expired
+        if self._thaw_pending:
+            self._thaw_pending = False
+            if self.owned and self.state in _MEMBER:
+                return [ThawPartitions(frozenset(self.owned))]
         st = self.state
         if st is ConsumerMemberState.STALE:
             if self.poll_timed_out:
@@ -891,6 +902,10 @@ class ConsumerMembership:
     def _accepted(self, resp: ConsumerGroupHeartbeatResponse, carried: _Sent, now: float) -> bool:
         self._reset_backoff()
         self._session_alive_at = now
+        if self.session_expired:  # the coordinator kept the session: hand records out again
+            self.session_expired = False
+            self._thaw_pending = True
+            log.info("group %s: the coordinator kept this member's session", self.settings.group_id)
         if resp.member_id:
             self.member_id = resp.member_id
         self.epoch = resp.member_epoch
@@ -944,6 +959,8 @@ class ConsumerMembership:
         )
         self.state = ConsumerMemberState.FENCED
         self.epoch = JOIN_EPOCH
+        self.session_expired = False  # answered: the partitions are lost
+        self._thaw_pending = False
         self._attempt += 1
         self._incarnation += 1
         self._sent = None

@@ -18,14 +18,16 @@ running, so the records handed to the application and the callbacks never overla
 partitions about to be revoked are paused first, so no record of them is returned while
 their revocation (and commit) is in progress.
 
-A member whose session has surely expired at the broker (no answer for longer than the
-session timeout, by the machine's clock: ``expire_session``) stops handing out records of
-the partitions it held at once: the heartbeat loop, which wakes at the session's
-deadline, and every ``poll`` check the clock and pause those partitions (the consumer then
-drops what it had buffered of them); the main loop then calls the lost listener, removes
-them, and rejoins once the coordinator answers again. Its waits on the network (the
-coordinator lookup, an automatic commit) end at the session's deadline, so it is free to
-do so.
+A member whose session has most likely expired at the broker (no answer for longer than
+the session timeout, by the machine's clock: ``expire_session``) stops handing out records
+of the partitions it held at once: the heartbeat loop, which wakes at the session's
+deadline, and every ``poll`` check the clock and pause those partitions (``_freeze``;
+what the consumer had buffered of them stays unread). When the coordinator answers again,
+an expired membership takes the lost path (lost listener, no commit, the partitions and
+their buffered records dropped, a rejoin; positions come from the committed offsets after
+the new assignment); a session the coordinator kept (it failed over meanwhile) has its
+partitions resumed (``_thaw``). The main loop's coordinator lookup and automatic commits
+end at the session's deadline, so they never hold it past that point.
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ from aiokafka_lite.groups.membership import (
     SendJoinGroup,
     SendLeaveGroup,
     SendSyncGroup,
+    ThawPartitions,
     leave_group_request,
 )
 from aiokafka_lite.groups.protocol import decode_subscription, run_assignor
@@ -144,7 +147,7 @@ class GroupClient(Protocol):
     def cluster(self) -> Any: ...
 
 
-_APP_ACTIONS = (FreezePartitions, InvokeListener, RemovePartitions, AddPartitions)
+_APP_ACTIONS = (FreezePartitions, ThawPartitions, InvokeListener, RemovePartitions, AddPartitions)
 
 
 class GroupCoordinator:
@@ -412,11 +415,11 @@ class GroupCoordinator:
     def _expire_session(self, now: float) -> None:
         """If the session has run out (see the module docstring), stop handing out records
         of the partitions held, now, and let the main loop declare them lost."""
-        before = self._m.sessions_lost
+        before = self._m.sessions_expired
         for action in self._m.expire_session(now):
             assert isinstance(action, FreezePartitions)
             self._freeze(action.partitions)
-        if self._m.sessions_lost != before:
+        if self._m.sessions_expired != before:
             self._wake.set()
 
     def _session_budget_ms(self, timeout_ms: float) -> float:
@@ -428,9 +431,20 @@ class GroupCoordinator:
         return min(timeout_ms, max(deadline - self._now() + 1.0, 1.0))
 
     def _freeze(self, partitions: Iterable[TopicPartition]) -> None:
+        """Pause ``partitions``; those not paused already (by the application) are
+        remembered, so that ``_thaw`` resumes only what the coordinator paused."""
         tps = [tp for tp in partitions if self._sub.is_assigned(tp)]
         if tps:
+            already = self._sub.paused()
+            self._frozen.update(tp for tp in tps if tp not in already)
             self._sub.pause(*tps)
+
+    def _thaw(self, partitions: Iterable[TopicPartition]) -> None:
+        wanted = set(partitions)
+        tps = [tp for tp in wanted if tp in self._frozen and self._sub.is_assigned(tp)]
+        self._frozen -= wanted
+        if tps:
+            self._sub.resume(*tps)
 
     def _sync_subscription(self) -> bool:
         seen = (self._sub.subscription_version, self._sub.is_subscribed)
@@ -668,6 +682,10 @@ class GroupCoordinator:
             self._freeze(action.partitions)
             return []
 
+        if isinstance(action, ThawPartitions):
+            self._thaw(action.partitions)
+            return []
+
         if isinstance(action, InvokeListener):
             await self._invoke(action)
             return []
@@ -694,6 +712,7 @@ class GroupCoordinator:
             return []
 
         if isinstance(action, RemovePartitions):
+            self._frozen.difference_update(action.partitions)
             self._sub.revoke(action.partitions)
             return []
 

@@ -30,12 +30,16 @@ close) bumps the attempt so that a response arriving for an abandoned exchange i
 A lost session: the broker expires a member it has not heard from for
 ``session_timeout_ms``, and hands its partitions to others. The machine keeps its own
 clock of that session (the last answer that proved it alive: a heartbeat answered, a
-join or sync completed); once it has run out (``expire_session``, called by the driver
-from its heartbeat loop and by ``tick``), the member is surely out of the group, so it
-stops handing out records of what it held at once (``FreezePartitions``), forgets its
-member id and generation, and at the next ``tick`` declares those partitions lost (the
-lost listener, no commit: the broker would refuse it, and the new owner starts from the
-committed offsets) before finding the coordinator and joining again.
+join or sync completed). Once it has run out (``expire_session``, called by the driver
+from its heartbeat loop, from every poll and by ``tick``), another member may own those
+partitions already, so the member stops handing out their records at once
+(``FreezePartitions``) and looks the coordinator up again. What follows is the
+coordinator's answer, as in the Java client: expired (UNKNOWN_MEMBER_ID,
+ILLEGAL_GENERATION) means the partitions are lost (lost listener, no commit, removed; the
+next owner, or this member after rejoining, reads on from the committed offsets); a
+heartbeat answered normally means the session survived (a coordinator that moved or
+failed over restarts every member's session when it takes the group over), and the
+partitions are handed out again (``ThawPartitions``).
 """
 
 from __future__ import annotations
@@ -93,6 +97,7 @@ __all__ = [
     "SendJoinGroup",
     "SendLeaveGroup",
     "SendSyncGroup",
+    "ThawPartitions",
     "leave_group_request",
 ]
 
@@ -295,6 +300,14 @@ class FreezePartitions:
 
 
 @dataclass(frozen=True, slots=True)
+class ThawPartitions:
+    """Hand out records of these partitions again (frozen when the session seemed lost;
+    the coordinator has since answered that it was not)."""
+
+    partitions: frozenset[TopicPartition]
+
+
+@dataclass(frozen=True, slots=True)
 class InvokeListener:
     kind: ListenerKind
     partitions: frozenset[TopicPartition]
@@ -324,6 +337,7 @@ Action = (
     | SendSyncGroup
     | SendLeaveGroup
     | FreezePartitions
+    | ThawPartitions
     | InvokeListener
     | CommitOffsets
     | RemovePartitions
@@ -387,11 +401,12 @@ class Membership:
         self._next_heartbeat = now
         self._last_heartbeat_ok = now
         # Session clock (see the module docstring): when the broker last proved our
-        # session alive, and whether the partitions of an expired one are still to be
-        # declared lost.
+        # session alive; whether it has run out since (partitions frozen until the
+        # coordinator answers), and whether a surviving session's partitions are to thaw.
         self._session_alive_at = now
-        self._lost_pending = False
-        self.sessions_lost = 0
+        self.session_expired = False
+        self._thaw_pending = False
+        self.sessions_expired = 0
         # leader bookkeeping: partition counts the assignment was computed from
         self.is_leader = False
         self.assigned_topic_counts: dict[str, int] = {}
@@ -449,39 +464,43 @@ class Membership:
         """When the broker has surely expired this member if no answer proves its session
         alive before (None: no session to lose now). Not while a JoinGroup is in flight:
         the broker keeps a member waiting for a join alive for the rebalance timeout."""
-        if self.generation < 0 or not self.member_id:
+        if self.generation < 0 or not self.member_id or self.session_expired:
             return None
         if self.state in (MemberState.JOINING, MemberState.CLOSED, MemberState.FAILED):
             return None
         return self._session_alive_at + self.settings.session_timeout_ms
 
     def expire_session(self, now: float) -> list[Action]:
-        """Past ``session_deadline``: leave the generation, and stop handing out records of
-        the partitions held (returned as ``FreezePartitions``, for the driver to apply at
-        once; the next ``tick`` declares them lost). [] while the session may be alive."""
+        """Past ``session_deadline``: stop handing out records of the partitions held
+        (returned as ``FreezePartitions``, for the driver to apply at once) and look the
+        coordinator up again; its next answer says whether they are lost. [] while the
+        session may be alive."""
         deadline = self.session_deadline()
         if deadline is None or now <= deadline:
             return []
         log.warning(
             "group %s: member %s heard nothing from the coordinator for %d ms, longer than "
-            "session_timeout_ms (%d): the broker has expired it; its partitions %s are lost, rejoining",
+            "session_timeout_ms (%d): the broker has most likely expired it; no record of %s is "
+            "handed out until the coordinator answers",
             self.settings.group_id,
             self.member_id,
             now - self._session_alive_at,
             self.settings.session_timeout_ms,
             sorted(self.owned),
         )
-        self.sessions_lost += 1
-        self._reset_generation(reset_member_id=True)
-        self._attempt += 1  # an exchange in flight belongs to the expired session
-        self.state = MemberState.UNJOINED
-        self._request_rejoin("session expired")
+        self.sessions_expired += 1
+        self.session_expired = True
+        self._thaw_pending = False
         self._coordinator_lost(now)
-        self._lost_pending = bool(self.owned)
         return [FreezePartitions(frozenset(self.owned))] if self.owned else []
 
     def _session_alive(self, now: float) -> None:
         self._session_alive_at = now
+        if self.session_expired:
+            self.session_expired = False
+            self._thaw_pending = self.generation >= 0
+            if self._thaw_pending:
+                log.info("group %s: the coordinator kept this member's session", self.settings.group_id)
 
     # ------------------------------------------------------------------ inputs from the app
     def update_subscription(self, topics: Iterable[str], subscribed: bool = True) -> None:
@@ -522,11 +541,12 @@ class Membership:
         if self.state in (MemberState.CLOSED, MemberState.FAILED):
             return []
         expired = self.expire_session(now)
-        if self._lost_pending:
-            # Declared lost before anything else: no commit, the lost listener, removed.
-            self._lost_pending = False
-            if self.owned:
-                return expired + self._give_up(self.owned, lost=True)
+        if expired:
+            return expired
+        if self._thaw_pending:
+            self._thaw_pending = False
+            if self.owned and self.generation >= 0:
+                return [ThawPartitions(frozenset(self.owned))]
         if self.state in (
             MemberState.PREPARING,
             MemberState.JOINING,
@@ -1063,6 +1083,8 @@ class Membership:
         self.rejoin_reason = reason
 
     def _reset_generation(self, *, reset_member_id: bool) -> None:
+        self.session_expired = False  # answered: expired; the owned partitions are lost
+        self._thaw_pending = False
         self.generation = -1
         self.protocol_name = None
         self.leader_id = None
