@@ -235,11 +235,17 @@ class Admin(ShareGroupsAdmin, ConsumerGroupsAdmin):
                 log.debug("admin request to node %s failed, retrying: %s", target, exc)
                 await _backend.sleep(delay)
                 if node == "controller" or isinstance(exc, E.KafkaConnectionError):
-                    await self._refresh(())
+                    await self._refresh((), deadline)
 
-    async def _refresh(self, topics: Iterable[str], *, all_topics: bool = False) -> None:
+    async def _refresh(
+        self, topics: Iterable[str], deadline: float | None, *, all_topics: bool = False
+    ) -> None:
+        """Refresh metadata, waiting at most until ``deadline`` (the public call's)."""
+        timeout_ms = None if deadline is None else self._remaining_ms(deadline)
         try:
-            await self._client.refresh_metadata(list(topics), all_topics=all_topics, track=False)
+            await self._client.refresh_metadata(
+                list(topics), all_topics=all_topics, track=False, timeout_ms=timeout_ms
+            )
         except E.KafkaError as exc:
             if not exc.retriable:
                 raise
@@ -290,7 +296,9 @@ class Admin(ShareGroupsAdmin, ConsumerGroupsAdmin):
                 n += 1
                 await _backend.sleep(delay)
                 if stale:
-                    await self._refresh(refresh_topics(pending) if refresh_topics is not None else ())
+                    await self._refresh(
+                        refresh_topics(pending) if refresh_topics is not None else (), deadline
+                    )
         return results
 
     @staticmethod
@@ -464,7 +472,9 @@ class Admin(ShareGroupsAdmin, ConsumerGroupsAdmin):
         deadline = self._deadline(timeout_ms)
         target = self._client.least_loaded_node()
         try:
-            version = await self._client.negotiated_version(target, DescribeClusterRequest.API_KEY)
+            version = await self._client.negotiated_version(
+                target, DescribeClusterRequest.API_KEY, timeout_ms=self._remaining_ms(deadline)
+            )
         except E.UnsupportedVersionError:
             version = -1
         if version >= 0:
@@ -646,7 +656,7 @@ class Admin(ShareGroupsAdmin, ConsumerGroupsAdmin):
         deadline = self._deadline(timeout_ms)
         states_f = sorted(set(states)) if states else []
         types_f = sorted(set(types)) if types else []
-        await self._refresh(())
+        await self._refresh((), deadline)
         nodes = sorted(self._client.cluster.brokers)
 
         async def attempt(batch: list[int]) -> dict[int, Outcome]:
@@ -790,8 +800,8 @@ class Admin(ShareGroupsAdmin, ConsumerGroupsAdmin):
         """
         deadline = self._deadline(timeout_ms)
         wanted = None if partitions is None else sorted(set(partitions))
-        if wanted is not None and wanted and await self._needs_ids(OffsetFetchRequest.API_KEY, 10):
-            await self._refresh({tp.topic for tp in wanted})
+        if wanted is not None and wanted and await self._needs_ids(OffsetFetchRequest.API_KEY, 10, deadline):
+            await self._refresh({tp.topic for tp in wanted}, deadline)
 
         async def send(node: int, batch: list[str]) -> dict[str, Outcome]:
             def make(version: int) -> Request:
@@ -811,9 +821,12 @@ class Admin(ShareGroupsAdmin, ConsumerGroupsAdmin):
         assert isinstance(outcome, Results)
         return outcome
 
-    async def _needs_ids(self, api_key: int, min_version: int) -> bool:
+    async def _needs_ids(self, api_key: int, min_version: int, deadline: float) -> bool:
         try:
-            return await self._client.negotiated_version(None, api_key) >= min_version
+            version = await self._client.negotiated_version(
+                None, api_key, timeout_ms=self._remaining_ms(deadline)
+            )
+            return version >= min_version
         except E.KafkaError:
             return False
 
@@ -821,7 +834,7 @@ class Admin(ShareGroupsAdmin, ConsumerGroupsAdmin):
         ids = {i for i in ids if i != ZERO_UUID}
         cluster = self._client.cluster
         if any(cluster.topic_name(i) is None for i in ids):
-            await self._refresh((), all_topics=True)
+            await self._refresh((), None, all_topics=True)  # bounded by request_timeout_ms
             cluster = self._client.cluster
         return {i: name for i in ids if (name := cluster.topic_name(i)) is not None}
 
@@ -862,8 +875,8 @@ class Admin(ShareGroupsAdmin, ConsumerGroupsAdmin):
         """Commit offsets for a group that has no active members (e.g. to rewind it)."""
         deadline = self._deadline(timeout_ms)
         norm = {tp: o if isinstance(o, GroupOffset) else GroupOffset(int(o)) for tp, o in offsets.items()}
-        if await self._needs_ids(OffsetCommitRequest.API_KEY, 10):
-            await self._refresh({tp.topic for tp in norm})
+        if await self._needs_ids(OffsetCommitRequest.API_KEY, 10, deadline):
+            await self._refresh({tp.topic for tp in norm}, deadline)
 
         async def send(node: int, batch: list[str]) -> dict[str, Outcome]:
             cluster = self._client.cluster
@@ -924,7 +937,7 @@ class Admin(ShareGroupsAdmin, ConsumerGroupsAdmin):
         deadline: float,
     ) -> dict[TopicPartition, Outcome]:
         topics = {tp.topic for tp in tps}
-        await self._refresh(topics)
+        await self._refresh(topics, deadline)
 
         def route(tp: TopicPartition) -> int:
             cluster = self._client.cluster

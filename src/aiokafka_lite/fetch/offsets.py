@@ -145,7 +145,9 @@ async def list_offsets(
         req = ListOffsetsRequest(
             replica_id=_CONSUMER_REPLICA_ID, isolation_level=isolation_level, topics=list(topics.values())
         )
-        version = await client.negotiated_version(node, ListOffsetsRequest.API_KEY)
+        version = await client.negotiated_version(
+            node, ListOffsetsRequest.API_KEY, timeout_ms=max((deadline - loop.time()) * 1000, 1)
+        )
         if version < 7 and any(timestamps[tp] == MAX_TIMESTAMP for tp in tps):
             raise E.UnsupportedVersionError("ListOffsets with MAX_TIMESTAMP needs a broker supporting v7+")
         resp = await client.send(

@@ -623,11 +623,12 @@ class Client:
         )
 
     async def negotiated_version(
-        self, node_id: int | None, api_key: int, *, lane: Lane = Lane.DEFAULT
+        self, node_id: int | None, api_key: int, *, lane: Lane = Lane.DEFAULT, timeout_ms: float | None = None
     ) -> int:
         """Negotiated version of ``api_key`` with ``node_id``, from whichever of its lanes is
         connected; connects ``lane`` only when none is (so asking does not open a
-        connection the caller will not use)."""
+        connection the caller will not use). Connecting waits at most ``timeout_ms``
+        (default ``request_timeout_ms``): pass the caller's remaining time."""
         lane = _lane(lane)
         if node_id is None:
             node_id = self._pick(lanes=(lane,))[0]
@@ -637,7 +638,7 @@ class Client:
                 conn = node.ready_conn(candidate)
                 if conn is not None:
                     return conn.version_for(api_key)
-        conn = await self.connection(node_id, lane=lane)
+        conn = await self.connection(node_id, timeout_ms, lane=lane)
         return conn.version_for(api_key)
 
     async def retry(
@@ -701,17 +702,35 @@ class Client:
             self._refresh_wanted.set()
 
     async def refresh_metadata(
-        self, topics: Iterable[str] | None = None, *, all_topics: bool = False, track: bool = True
+        self,
+        topics: Iterable[str] | None = None,
+        *,
+        all_topics: bool = False,
+        track: bool = True,
+        timeout_ms: float | None = None,
     ) -> ClusterMetadata:
         """Fetch metadata for the tracked topics plus ``topics`` (or every topic with
         ``all_topics``); concurrent callers share one request when it covers them.
-        ``track=False`` asks about ``topics`` once without adding them to the periodic refresh."""
+        ``track=False`` asks about ``topics`` once without adding them to the periodic refresh.
+
+        The shared request gives up after ``request_timeout_ms``; ``timeout_ms`` bounds
+        this caller's wait for it (``KafkaTimeoutError``; the request goes on for others)."""
         self._check_open()
         wanted = set(topics) if topics is not None else set()
         if track:
             self._topics |= wanted
         await self._ensure_started()
-        return await self._refresh(wanted, all_topics=all_topics)
+        if timeout_ms is None:
+            return await self._refresh(wanted, all_topics=all_topics)
+        try:
+            async with _backend.timeout(max(timeout_ms, 0.0) / 1000):
+                return await self._refresh(wanted, all_topics=all_topics)
+        except TimeoutError as e:
+            if isinstance(e, E.KafkaError):
+                raise
+            raise E.KafkaTimeoutError(
+                f"metadata refresh did not complete within {timeout_ms:.0f} ms"
+            ) from None
 
     async def _refresh(
         self, wanted: set[str], *, all_topics: bool = False, bootstrap: bool = False
@@ -957,9 +976,15 @@ class Client:
         """Node id of the group/transaction coordinator for ``key`` (cached).
 
         Concurrent lookups of the same type are batched into one FindCoordinator
-        (v4+, KIP-699). Retriable coordinator errors are retried until ``timeout_ms``.
+        (v4+, KIP-699). Retriable coordinator errors are retried until ``timeout_ms``
+        (default ``request_timeout_ms``). A caller that finds a lookup already running
+        waits for it at most until its own ``timeout_ms`` has passed
+        (``KafkaTimeoutError``); the lookup goes on for the others.
         """
         self._check_open()
+        timeout_ms = self.config.request_timeout_ms if timeout_ms is None else timeout_ms
+        loop = _backend.loop()
+        deadline = loop.time() + timeout_ms / 1000
         await self._ensure_started()
         ck = (CoordinatorType(key_type), key)
         cached = self._coordinators.get(ck)
@@ -972,11 +997,19 @@ class Client:
             kt = ck[0]
             task = self._coord_lookup.get(kt)
             if task is None or task.done():
-                timeout = (self.config.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
                 self._coord_lookup[kt] = self._spawn(
-                    self._lookup_coordinators(kt, timeout), f"find-coordinator-{kt.name}"
+                    self._lookup_coordinators(kt, max(deadline - loop.time(), 0.001)),
+                    f"find-coordinator-{kt.name}",
                 )
-        return await _backend.shield(fut)
+        try:
+            async with _backend.timeout(max(deadline - loop.time(), 0.0)):
+                return await _backend.shield(fut)
+        except TimeoutError as e:
+            if isinstance(e, E.KafkaError):
+                raise
+            raise E.KafkaTimeoutError(
+                f"{ck[0].name.lower()} coordinator for {key!r} not found within {timeout_ms:.0f} ms"
+            ) from None
 
     def invalidate_coordinator(self, key: str, key_type: CoordinatorType = CoordinatorType.GROUP) -> None:
         self._coordinators.pop((CoordinatorType(key_type), key), None)
