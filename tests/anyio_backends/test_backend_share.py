@@ -1,14 +1,20 @@
 """The ShareConsumer on asyncio and on trio: two members consume a topic once between
-them, a released record is delivered again, commit answers per partition, and close
-leaves no task behind."""
+them, a released record is delivered again, commit answers per partition, close leaves
+no task behind, and a crashed background task surfaces. (The async-contract matrix, on
+both backends and both brokers, is tests/share/test_share_contract.py.)"""
 
 from __future__ import annotations
+
+import logging
+from typing import Any
 
 import anyio
 import pytest
 
-from aiokafka_lite.errors import IllegalStateError
+from aiokafka_lite.errors import IllegalStateError, KafkaError
 from aiokafka_lite.share import AcknowledgeType, ShareConsumer, ShareRecord
+from aiokafka_lite.share.membership import ShareMembership
+from aiokafka_lite.share.session import ShareSession
 from aiokafka_lite.structs import TopicPartition as TP
 from aiokafka_lite.testing.threaded import ThreadedCluster
 
@@ -150,3 +156,68 @@ async def test_close_from_another_task(anyio_backend: str, threaded_cluster: Thr
         assert not refused
     assert consumer.closed
     assert client_tasks_running() == []
+
+
+def _broken_heartbeat(self: ShareMembership, now: float) -> Any:
+    raise RuntimeError("heartbeat bug")
+
+
+def _broken_fetch(self: ShareSession, *args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError("fetch bug")
+
+
+@pytest.mark.parametrize(
+    ("target", "attribute", "broken", "what"),
+    [
+        (
+            ShareMembership,
+            "heartbeat_request",
+            _broken_heartbeat,
+            "heartbeat task crashed: RuntimeError('heartbeat bug')",
+        ),
+        (ShareSession, "fetch_request", _broken_fetch, "crashed: RuntimeError('fetch bug')"),
+    ],
+    ids=["heartbeat", "session"],
+)
+async def test_a_crashed_background_task_is_raised_by_every_poll_and_shown_in_health(
+    anyio_backend: str,
+    threaded_cluster: ThreadedCluster,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    target: type,
+    attribute: str,
+    broken: Any,
+    what: str,
+) -> None:
+    """A bug in a background task (not a Kafka error) must not leave poll() returning []
+    forever: every poll and iteration step raises it, health() reports it, it is logged
+    once, and close still works."""
+    bootstrap = threaded_cluster.bootstrap
+    topic, group = f"share-crash-{attribute}-{anyio_backend}", f"share-g-crash-{attribute}-{anyio_backend}"
+    await prepare_share_topic(bootstrap, topic, group, 1, 5)
+    monkeypatch.setattr(target, attribute, broken)
+    caplog.set_level(logging.ERROR, logger="aiokafka_lite.share.consumer")
+    async with ShareConsumer(bootstrap, group_id=group, topics=topic, **FAST) as consumer:
+        crash: KafkaError | None = None
+        with anyio.fail_after(30):
+            while crash is None:
+                try:
+                    assert await consumer.poll(timeout_ms=200) == []
+                except KafkaError as exc:
+                    crash = exc
+        assert "share consumer" in str(crash) and what in str(crash)
+        assert isinstance(crash.__cause__, RuntimeError)
+        for _ in range(3):  # every call, not once
+            with pytest.raises(KafkaError, match="crashed"):
+                await consumer.poll(timeout_ms=0)
+            with pytest.raises(KafkaError, match="crashed"):
+                await consumer.__anext__()
+        health = consumer.health()
+        assert not health.ready
+        assert any(what in reason for reason in health.reasons), health.reasons
+        assert health.last_error is not None and what in health.last_error.message
+    assert consumer.closed
+    assert client_tasks_running() == []
+    logged = [r for r in caplog.records if "crashed" in r.getMessage()]
+    assert len(logged) == 1, [r.getMessage() for r in logged]
+    assert logged[0].exc_info is not None and isinstance(logged[0].exc_info[1], RuntimeError)

@@ -30,6 +30,20 @@ takes any record.
 * at most ``max_in_flight`` records are held (polled, not yet acknowledged): the
   bound of the backpressure and of the records whose locks run while they wait.
 
+Stopping never accepts a record whose handler did not complete:
+
+* ``stop()`` (or a ``"stop"`` failure decision) ends polling; handlers already running
+  finish (and accept their record), records polled but not started are processed too
+  (``stop``) or released (failure stop);
+* cancelling the task running ``run()``, or a timeout around it, cancels the running
+  handlers and releases their records and every record polled but not started;
+* ``consumer.close()`` from another task releases what the pool holds (the consumer
+  releases every record not acknowledged); ``run()`` then returns once the handlers
+  already running are done (what they decide can no longer be sent: their records come
+  back, which is the one case where a completed record is delivered again). When the
+  broker is unreachable, a release cannot be sent either: the record's acquisition lock
+  expires and the broker delivers it again.
+
 Failure threshold (go_kafka_client's failure counter): with ``failure_threshold=N``,
 more than N failed handler calls (errors and timeouts) in the pool within
 ``failure_window_ms`` call ``on_failure_threshold(report)`` (a ``FailureReport`` whose
@@ -63,7 +77,7 @@ from typing import Any, Protocol
 
 from aiokafka_lite import _backend
 from aiokafka_lite import observability as _obs
-from aiokafka_lite.errors import ConfigError, KafkaError
+from aiokafka_lite.errors import ClosedError, ConfigError, KafkaError
 from aiokafka_lite.handler_failures import (
     FailureCallback,
     FailureDecision,
@@ -198,7 +212,8 @@ class ShareWorkers:
         return self._paused
 
     def stop(self) -> None:
-        """Stop polling; ``run`` returns once the records held are finished."""
+        """Stop polling; ``run`` returns once the records held are finished (handlers
+        running complete; records polled but not started yet are processed too)."""
         self._stopping = True
         self._room.set()
 
@@ -230,7 +245,8 @@ class ShareWorkers:
         finally:
             for w in workers:
                 w.cancel()
-            await asyncio.gather(*workers, return_exceptions=True)
+            self._release_queued()  # before any await: a cancel scope may cut those short
+            await _wait_cancelled(workers)
             if self._resume_timer is not None:
                 self._resume_timer.cancel()
                 self._resume_timer = None
@@ -263,6 +279,7 @@ class ShareWorkers:
                     tg.cancel_scope.cancel()
         finally:
             self._task_group = None
+            self._release_queued()
             if self._resume_timer is not None:
                 self._resume_timer.cancel()
                 self._resume_timer = None
@@ -290,6 +307,16 @@ class ShareWorkers:
             self._task_group.start_soon(later, name="share-workers-resume")
         return scope
 
+    def _release_queued(self) -> None:
+        """``run`` is left (cancelled, or failed): records polled but never started go
+        back to the group (a pool run again on this consumer must not find them stuck)."""
+        while not self._queue.empty():
+            record = self._queue.get_nowait()
+            self._ack(record, AcknowledgeType.RELEASE)
+            self._held -= 1
+            self._queue.task_done()
+        self._room.set()
+
     async def _feed(self) -> None:
         while not self._stopping:
             free = self.max_in_flight - self._held
@@ -297,7 +324,14 @@ class ShareWorkers:
                 self._room.clear()
                 await self._room.wait()
                 continue
-            records = await self.consumer._poll(free, self.poll_timeout_ms, check_acknowledged=False)
+            if self.consumer.closed:
+                return  # closed from another task: it released what the pool holds
+            try:
+                records = await self.consumer._poll(free, self.poll_timeout_ms, check_acknowledged=False)
+            except ClosedError:
+                if self.consumer.closed:
+                    return
+                raise
             self._held += len(records)
             for record in records:
                 self._queue.put_nowait(record)
@@ -307,13 +341,20 @@ class ShareWorkers:
             record = await self._queue.get()
             try:
                 await self._process(record)
+            except (asyncio.CancelledError, _backend.cancelled_exc()):
+                # Cancelled before the record was decided (in the handler, the failure
+                # callback or the dead-letter send): it goes back. A decided record
+                # keeps its decision (acknowledging twice is refused, and ignored here).
+                self._ack(record, AcknowledgeType.RELEASE)
+                raise
             finally:
                 self._held -= 1
                 self._room.set()
                 self._queue.task_done()
 
     async def _process(self, record: ShareRecord) -> None:
-        if self._paused or self._failure is not None:  # polled before a pause or stop: others take it
+        if self._paused or self._failure is not None or self.consumer.closed:
+            # Polled before a pause, a failure stop or a close: others take it.
             self._ack(record, AcknowledgeType.RELEASE)
             return
         started = time.perf_counter() if _obs.handler_timing else 0.0
@@ -326,9 +367,6 @@ class ShareWorkers:
                 await call_handler(self.handler, record, self.handler_timeout_ms)
             if started:
                 self.stats.process_seconds.record(time.perf_counter() - started)
-        except (asyncio.CancelledError, _backend.cancelled_exc()):
-            self._ack(record, AcknowledgeType.RELEASE)
-            raise
         except Exception as exc:
             if started:
                 self.stats.process_seconds.record(time.perf_counter() - started)
@@ -428,7 +466,8 @@ class ShareWorkers:
         return True
 
     def _ack(self, record: ShareRecord, kind: AcknowledgeType) -> None:
-        with contextlib.suppress(KafkaError):  # closed consumer: the lock expires instead
+        # Closed consumer: close released the record. Already decided: that decision stands.
+        with contextlib.suppress(KafkaError):
             self.consumer.acknowledge(record, kind)
             if kind == AcknowledgeType.ACCEPT:
                 self.stats.accepted += 1
@@ -436,3 +475,19 @@ class ShareWorkers:
                 self.stats.released += 1
             else:
                 self.stats.rejected += 1
+
+
+async def _wait_cancelled(tasks: list[asyncio.Task[None]]) -> None:
+    """Wait until cancelled tasks have ended (each releases its record on the way), even
+    if the caller is cancelled again meanwhile, as anyio's cancel scopes do on asyncio at
+    every await; that cancellation is raised afterwards."""
+    again: asyncio.CancelledError | None = None
+    # Checked before each wait: a cancel scope cancels every wait, even one whose tasks
+    # are done (their completion callbacks run after its cancellation).
+    while not all(task.done() for task in tasks):
+        try:
+            await asyncio.wait(tasks)
+        except asyncio.CancelledError as exc:
+            again = exc  # itself: anyio knows its scope's cancellation by the message
+    if again is not None:
+        raise again
