@@ -503,12 +503,15 @@ class ShareConsumer:
         self._settle()
         self._drop_chunk()
         await self._prepare_poll(check_acknowledged=True)
+        started_ns = time.time_ns()
         await self._wait_records(None)
         if self._buffer and not self._closing:
             # Not delivered yet: each record is, once handed out. Index 0 is a check
             # point (_stop 0), so a new batch may give the other tasks a turn first.
             self._recs = self._take(self.config.max_poll_records, deliver=False)
             self._check_base = 0
+            if _otel.enabled and (tracing := _otel.of(self)) is not None:
+                tracing.received(self, self._recs, started_ns)  # the batch's poll span
 
     def _settle(self) -> None:
         """Mark the records the iterator handed out as delivered in the tracker."""
