@@ -97,12 +97,11 @@ async def _start_clients(kafka: ProxiedKafka) -> Clients:
 
 
 async def _close_clients(clients: Clients) -> None:
-    with anyio.move_on_after(30):
-        await clients.consumer.close()
-    with anyio.move_on_after(30):
-        await clients.admin.close()
-    with anyio.move_on_after(30):
-        await clients.producer.close(timeout=1, flush=False)
+    # No cancel scope around close(): on trio it leaves the task group that start()
+    # entered, which must not happen inside a scope opened after it.
+    await clients.consumer.close()
+    await clients.admin.close()
+    await clients.producer.close(timeout=1, flush=False)
 
 
 async def _flush_one(c: Clients) -> None:
@@ -184,13 +183,22 @@ class Outcome:
 
 async def _timed(name: str, call: Call, timeout_s: float, clients: Clients) -> Outcome:
     start = time.monotonic()
-    result = "hung"
-    with anyio.move_on_after(timeout_s + HANG_S):
+
+    async def attempt() -> str:
         try:
             value = await call(clients)
-            result = f"returned {type(value).__name__}"
         except KafkaError as e:
-            result = f"raised {type(e).__name__}: {e}"
+            return f"raised {type(e).__name__}: {e}"
+        return f"returned {type(value).__name__}"
+
+    result = "hung"
+    if name.endswith("close"):
+        # No hang guard: on trio close() leaves the client's task group, which no cancel
+        # scope opened after start() may enclose.
+        result = await attempt()
+    else:
+        with anyio.move_on_after(timeout_s + HANG_S):
+            result = await attempt()
     return Outcome(name, timeout_s, time.monotonic() - start, result)
 
 
@@ -235,10 +243,9 @@ async def _under_partition(
         await _close_clients(clients)
 
 
-# TRIO_CALLS are not run on trio yet: under this module's anyio.run, trio ends with a
-# TrioInternalError (tasks still alive when the run finishes) even for calls that keep
-# their deadline; see the issue 24 note. Only asyncio runs here for now.
-_PARAMS = [pytest.param(name, "asyncio", id=f"{name}-asyncio") for name in CALLS]
+_PARAMS = [pytest.param(name, "asyncio", id=f"{name}-asyncio") for name in CALLS] + [
+    pytest.param(name, "trio", id=f"{name}-trio") for name in TRIO_CALLS
+]
 
 
 @pytest.mark.parametrize(("name", "backend"), _PARAMS)
@@ -255,7 +262,8 @@ GROUP_CALLS = [n for n in CALLS if n.startswith("consumer.") or "group" in n]
 
 @pytest.mark.parametrize(
     ("name", "backend"),
-    [pytest.param(n, "asyncio", id=f"{n}-asyncio") for n in GROUP_CALLS],
+    [pytest.param(n, "asyncio", id=f"{n}-asyncio") for n in GROUP_CALLS]
+    + [pytest.param(n, "trio", id=f"{n}-trio") for n in ("consumer.commit()", "consumer.committed")],
 )
 def test_group_call_keeps_its_deadline_once_the_member_lost_its_coordinator(
     kafka_blackhole: ProxiedKafka, name: str, backend: str
@@ -270,6 +278,8 @@ def test_group_call_keeps_its_deadline_once_the_member_lost_its_coordinator(
     assert not late, "\n".join(late)
 
 
+# asyncio only for now: on trio this run ends in a TrioInternalError (calls made from
+# child tasks of a task group on clients started by the parent), not yet understood.
 @pytest.mark.parametrize("backend", ["asyncio"])
 def test_concurrent_calls_sharing_lookups_keep_their_deadlines(
     kafka_blackhole: ProxiedKafka, backend: str
@@ -327,6 +337,6 @@ async def _eventually(call: Callable[[], Awaitable[object]]) -> object:
             await anyio.sleep(0.1)
 
 
-@pytest.mark.parametrize("backend", ["asyncio"])
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_clients_work_again_after_the_partition(kafka_blackhole: ProxiedKafka, backend: str) -> None:
     anyio.run(partial(_work_again_after_restore, kafka_blackhole), backend=backend)
