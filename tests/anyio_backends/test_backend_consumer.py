@@ -126,3 +126,37 @@ async def test_async_for_over_buffered_records_lets_other_tasks_run(
         longest = max(longest, run)
     assert turns_at[-1] - turns_at[0] >= 5
     assert longest < 20_000, longest
+
+
+async def test_close_refused_from_another_task_on_trio_leaves_the_consumer_usable(
+    anyio_backend: str, threaded_cluster: ThreadedCluster
+) -> None:
+    """On trio a client is closed by the task that started it; a close() from another
+    task is refused before anything is closed (it used to half-close the consumer, which
+    then corrupted trio's cancel-scope stack). On asyncio any task may close."""
+    bootstrap = threaded_cluster.bootstrap
+    topic = f"close-other-{anyio_backend}"
+    sent = await fill_topic(bootstrap, topic, 1, 50)
+    refused: list[Exception] = []
+    async with Consumer(bootstrap, auto_offset_reset="earliest", **FAST) as consumer:
+        consumer.assign([TP(topic, 0)])
+
+        async def close_elsewhere() -> None:
+            try:
+                await consumer.close()
+            except Exception as exc:  # noqa: BLE001 - what was raised is the assertion
+                refused.append(exc)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(close_elsewhere)
+        if anyio_backend == "trio":
+            assert [type(e).__name__ for e in refused] == ["IllegalStateError"]
+            assert not consumer.closed
+            got: list[bytes] = []
+            with anyio.fail_after(30):
+                while len(got) < len(sent):
+                    batch = await consumer.getmany(timeout_ms=1000)
+                    got += [r.value for recs in batch.values() for r in recs]
+            assert sorted(got) == sorted(sent)
+        else:
+            assert refused == [] and consumer.closed

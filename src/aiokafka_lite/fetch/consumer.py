@@ -259,9 +259,14 @@ class Consumer:
         if _otel.enabled:
             _otel.end_iteration(self)  # the last record's process span
         if asyncio._get_running_loop() is None:
-            # trio: no task outside a task group; the first close runs in its caller.
+            # trio: no task outside a task group; the first close runs in its caller, which
+            # must be the task that started the client (its nursery lives there): refuse
+            # any other before anything is closed, so the consumer stays usable.
             done = self._closed_structured
             if done is None:
+                owner = self._client._owner
+                if self._own_client and owner is not None:
+                    owner.check_host()
                 done = self._closed_structured = _backend.event()
                 try:
                     await self._close()
