@@ -144,7 +144,7 @@ async def test_close_refused_from_another_task_on_trio_leaves_the_consumer_usabl
         async def close_elsewhere() -> None:
             try:
                 await consumer.close()
-            except Exception as exc:  # noqa: BLE001 - what was raised is the assertion
+            except Exception as exc:  # what was raised is the assertion
                 refused.append(exc)
 
         async with anyio.create_task_group() as tg:
