@@ -75,8 +75,9 @@ async def kafka(kind: str, topic: str) -> AsyncIterator[str]:
         await asyncio.to_thread(apache.close)
 
 
-async def run(kind: str, protocol: str, records: int, rate: float) -> tuple[int, int, int]:
-    """(duplicates, processed by A, processed by B)."""
+async def run(kind: str, protocol: str, records: int, rate: float) -> tuple[int, int, int, int]:
+    """(duplicates, of them processed by A after its session had surely expired (the cut
+    plus the session timeout: the issue's measure), processed by A, processed by B)."""
     topic = f"lost-{uuid.uuid4().hex[:8]}"
     async with kafka(kind, topic) as bootstrap:
         async with Producer(bootstrap_servers=bootstrap, linger_ms=5) as producer:
@@ -100,6 +101,8 @@ async def run(kind: str, protocol: str, records: int, rate: float) -> tuple[int,
             if protocol == "classic":
                 options.update(session_timeout_ms=SESSION_MS, heartbeat_interval_ms=1000)
             seen: dict[str, list[tuple[int, int]]] = {"a": [], "b": []}
+            a_times: list[float] = []  # when A processed each of seen["a"]
+            cut_at = float("inf")
             last_record = time.monotonic()
 
             async def member(name: str, consumer: Consumer) -> None:
@@ -108,6 +111,8 @@ async def run(kind: str, protocol: str, records: int, rate: float) -> tuple[int,
                 async for rec in consumer:
                     seen[name].append((rec.partition, rec.offset))
                     last_record = time.monotonic()
+                    if name == "a":
+                        a_times.append(last_record)
                     ahead = len(seen[name]) / rate - (time.monotonic() - started)
                     if ahead > 0:  # a steady processing rate
                         await asyncio.sleep(ahead)
@@ -121,6 +126,7 @@ async def run(kind: str, protocol: str, records: int, rate: float) -> tuple[int,
                 tasks = [asyncio.create_task(member("a", a)), asyncio.create_task(member("b", b))]
                 await asyncio.sleep(CUT_AFTER_S)
                 proxy.blackhole()
+                cut_at = time.monotonic()
                 await asyncio.sleep(BLACKHOLE_S)
                 proxy.restore()
                 everything = {(p, o) for p in range(PARTITIONS) for o in range(records // PARTITIONS)}
@@ -136,7 +142,10 @@ async def run(kind: str, protocol: str, records: int, rate: float) -> tuple[int,
                     t.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)
     processed = seen["a"] + seen["b"]
-    return len(processed) - len(set(processed)), len(seen["a"]), len(seen["b"])
+    by_b = set(seen["b"])
+    expired_at = cut_at + SESSION_MS / 1000
+    after_expiry = sum(1 for rec, t in zip(seen["a"], a_times, strict=True) if t > expired_at and rec in by_b)
+    return len(processed) - len(set(processed)), after_expiry, len(seen["a"]), len(seen["b"])
 
 
 def main() -> None:
@@ -147,8 +156,12 @@ def main() -> None:
     parser.add_argument("--kafka", choices=["embedded", "apache"], default="embedded")
     args = parser.parse_args()
     for protocol in args.protocol:
-        dups, by_a, by_b = asyncio.run(run(args.kafka, protocol, args.records, args.rate))
-        print(f"{args.kafka} {protocol}: duplicates {dups} (A processed {by_a}, B {by_b})", flush=True)
+        dups, late, by_a, by_b = asyncio.run(run(args.kafka, protocol, args.records, args.rate))
+        print(
+            f"{args.kafka} {protocol}: duplicates {dups}, of them processed by A after its session "
+            f"had expired {late} (A processed {by_a}, B {by_b})",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":
