@@ -810,7 +810,7 @@ class Admin(ShareGroupsAdmin, ConsumerGroupsAdmin):
             resp = await self._call(make, node, deadline)
             assert isinstance(resp, OffsetFetchResponse)
             try:
-                return {group_id: await self._parse_offset_fetch(resp, group_id)}
+                return {group_id: await self._parse_offset_fetch(resp, group_id, deadline)}
             except E.KafkaError as exc:
                 return {group_id: exc}
 
@@ -830,16 +830,16 @@ class Admin(ShareGroupsAdmin, ConsumerGroupsAdmin):
         except E.KafkaError:
             return False
 
-    async def _topic_names(self, ids: Iterable[Any]) -> dict[Any, str]:
+    async def _topic_names(self, ids: Iterable[Any], deadline: float) -> dict[Any, str]:
         ids = {i for i in ids if i != ZERO_UUID}
         cluster = self._client.cluster
         if any(cluster.topic_name(i) is None for i in ids):
-            await self._refresh((), None, all_topics=True)  # bounded by request_timeout_ms
+            await self._refresh((), deadline, all_topics=True)
             cluster = self._client.cluster
         return {i: name for i in ids if (name := cluster.topic_name(i)) is not None}
 
     async def _parse_offset_fetch(
-        self, resp: OffsetFetchResponse, group_id: str
+        self, resp: OffsetFetchResponse, group_id: str, deadline: float
     ) -> Results[TopicPartition, GroupOffset]:
         out: Results[TopicPartition, GroupOffset] = Results()
         if resp.groups:
@@ -848,7 +848,7 @@ class Admin(ShareGroupsAdmin, ConsumerGroupsAdmin):
                 raise E.UnknownServerError(f"OffsetFetch response has no entry for group {group_id!r}")
             if group.error_code:
                 raise E.error_for(group.error_code, f"group {group_id!r}")
-            names = await self._topic_names(t.topic_id for t in group.topics if not t.name)
+            names = await self._topic_names((t.topic_id for t in group.topics if not t.name), deadline)
             for t in group.topics:
                 name = t.name or names.get(t.topic_id, str(t.topic_id))
                 for p in t.partitions:
@@ -907,7 +907,7 @@ class Admin(ShareGroupsAdmin, ConsumerGroupsAdmin):
 
             resp = await self._call(make, node, deadline)
             assert isinstance(resp, OffsetCommitResponse)
-            names = await self._topic_names(t.topic_id for t in resp.topics if not t.name)
+            names = await self._topic_names((t.topic_id for t in resp.topics if not t.name), deadline)
             res: Results[TopicPartition, Result] = Results()
             group_error: E.KafkaError | None = None
             for t in resp.topics:
