@@ -104,13 +104,13 @@ async def toggled_loop(bootstrap: str, records: int, segment: int, buffered: boo
     a bias of ~3% against the yields. With fetching going on (``toggled-fetch``) some of
     the fetcher's work may still land in a neighbouring segment: read it as a bound."""
     from aiokafka_lite import Consumer, TopicPartition
-    from aiokafka_lite.fetch import consumer as consumer_module
+    from aiokafka_lite.fetch import fairness as fairness_module
 
     on = {
-        name: getattr(consumer_module, name)
-        for name in ("_YIELD_INTERVAL_S", "_CHECK_SPACING_S", "_MAX_CHECK_EVERY")
+        name: getattr(fairness_module, name)
+        for name in ("YIELD_INTERVAL_S", "CHECK_SPACING_S", "MAX_CHECK_EVERY")
     }
-    off = {"_YIELD_INTERVAL_S": float("inf"), "_CHECK_SPACING_S": 1e9, "_MAX_CHECK_EVERY": 1 << 62}
+    off = {"YIELD_INTERVAL_S": float("inf"), "CHECK_SPACING_S": 1e9, "MAX_CHECK_EVERY": 1 << 62}
     tps = [TopicPartition(consume.TOPIC, p) for p in range(consume.PARTITIONS)]
     out: dict[str, list[float]] = {"on": [], "off": [], "on_cpu": [], "off_cpu": []}
     settings = BIG_BUFFER if buffered else {}
@@ -123,7 +123,7 @@ async def toggled_loop(bootstrap: str, records: int, segment: int, buffered: boo
         mode = "on"
         while done + segment <= records:
             for name, value in (on if mode == "on" else off).items():
-                setattr(consumer_module, name, value)
+                setattr(fairness_module, name, value)
             cpu = time.process_time()
             start = time.perf_counter()
             size = 0
@@ -138,7 +138,7 @@ async def toggled_loop(bootstrap: str, records: int, segment: int, buffered: boo
             done += segment
             mode = "off" if mode == "on" else "on"
     for name, value in on.items():
-        setattr(consumer_module, name, value)
+        setattr(fairness_module, name, value)
     return out
 
 

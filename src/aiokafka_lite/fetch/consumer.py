@@ -25,7 +25,6 @@ import asyncio
 import contextlib
 import logging
 import re
-import time
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +39,7 @@ from aiokafka_lite.structs import TopicPartition
 
 from .config import ConsumerConfig
 from .decode import CompletedFetch
+from .fairness import TurnPacer
 from .fetcher import Fetcher
 from .offsets import EARLIEST, LATEST, OffsetAndTimestamp, list_offsets
 from .record import Record
@@ -54,20 +54,6 @@ log = logging.getLogger(__name__)
 
 _EMPTY: list[Record] = []
 _UNKNOWN_TOPIC_OR_PARTITION = 3
-
-# Fairness of ``async for`` (and of loops over ``getmany``): while records are served
-# from the buffer nothing needs to wait, so the consumer yields to the event loop itself
-# once _YIELD_INTERVAL_S has passed since it last did. Reading the clock for every record
-# would cost more than handing the record out, so the clock is read at *check points*,
-# spaced so that about _CHECK_SPACING_S of the caller's time (its loop body included)
-# passes between two: every record when the body is slow, up to _MAX_CHECK_EVERY
-# records when it is fast. A turn costs ~20-45 us of CPU in a process with open
-# connections (an event-loop iteration and the cache it disturbs); every 3 ms keeps the
-# whole mechanism near 1% of a loop that does nothing but iterate (2 ms cost ~2%,
-# bench/consume_fairness.py --toggled).
-_YIELD_INTERVAL_S = 0.003
-_CHECK_SPACING_S = 0.0005
-_MAX_CHECK_EVERY = 1024
 
 
 class _PositionsAwaitable:
@@ -157,14 +143,8 @@ class Consumer:
         self._recs: list[Record] = _EMPTY
         self._idx = 0
         self._stop = 0
-        # Fairness check points (see _YIELD_INTERVAL_S): records between two, when the
-        # last one was (clock and index in the chunk), records handed out since then in
-        # chunks already dropped, and when this consumer last let other tasks run.
-        self._check_every = 16
-        self._checked_at = 0.0
-        self._check_base = 0
-        self._check_carry = 0
-        self._yielded_at = 0.0
+        # Turns for the event loop's other tasks while buffered records are served.
+        self._pacer = TurnPacer()
         self._cur_cf: CompletedFetch | None = None
         self._cur_st: PartitionState | None = None
         self._states = self._sub.states()
@@ -492,9 +472,7 @@ class Consumer:
         if cf is not None and self._idx:
             by_topic = self._delivered_by_topic
             by_topic[cf.tp.topic] = by_topic.get(cf.tp.topic, 0) + self._idx
-        if self._idx > self._check_base:
-            self._check_carry += self._idx - self._check_base
-        self._check_base = 0
+        self._pacer.chunk_finished(self._idx)
         self._recs = _EMPTY
         self._idx = 0
         self._stop = 0
@@ -748,40 +726,15 @@ class Consumer:
         if i < len(self._recs):
             # A fairness check point inside the chunk. Yield *before* handing the record
             # out: a step cancelled at the yield has taken nothing.
-            if self._turn_due(i):
-                await self._take_turn()
+            if self._pacer.due(i):
+                await self._pacer.take_turn()
                 return await self._next_record()  # a seek/revoke/close may have run meanwhile
-            self._stop = min(len(self._recs), i + self._check_every)
+            self._stop = min(len(self._recs), i + self._pacer.every)
             rec = self._recs[i]
             self._idx = i + 1
             self._cur_st.position = rec[2] + 1  # type: ignore[union-attr]
             return rec
         return await self._next_slow()
-
-    def _turn_due(self, idx: int) -> bool:
-        """At a check point (``idx`` in the current chunk): read the clock, respace the
-        check points after the caller's measured time per record, and say whether other
-        tasks are due a turn."""
-        now = time.monotonic()
-        handed = self._check_carry + idx - self._check_base
-        elapsed = now - self._checked_at
-        self._checked_at = now
-        self._check_base = idx
-        self._check_carry = 0
-        if handed > 0:
-            every = int(_CHECK_SPACING_S * handed / elapsed) if elapsed > 0 else _MAX_CHECK_EVERY
-            self._check_every = max(1, min(every, _MAX_CHECK_EVERY))
-        return now - self._yielded_at >= _YIELD_INTERVAL_S
-
-    async def _take_turn(self) -> None:
-        """Let the other tasks of the event loop run once."""
-        try:
-            await _backend.sleep(0)
-        finally:
-            # Also when cancelled here: the next step is not due a turn at once (or a
-            # step cancelled at every yield would never hand out a record). The clock
-            # restarts after the turn: others' time is not the caller's per record.
-            self._yielded_at = self._checked_at = time.monotonic()
 
     async def _next_slow(self) -> Record:
         fetcher = self._require_started_for_iteration()
@@ -802,8 +755,8 @@ class Consumer:
                     raise
                 if self._closing:
                     raise StopAsyncIteration
-            if self._turn_due(0):  # a new chunk is a check point too
-                await self._take_turn()
+            if self._pacer.due(0):  # a new chunk is a check point too
+                await self._pacer.take_turn()
                 continue
             ready.clear()
             chunk = self._next_chunk()
@@ -813,12 +766,12 @@ class Consumer:
                 self._cur_st = st
                 self._recs = recs
                 self._idx = 1
-                self._stop = min(len(recs), 1 + self._check_every)
+                self._stop = min(len(recs), 1 + self._pacer.every)
                 rec = recs[0]
                 st.position = rec[2] + 1
                 return rec
             await ready.wait()
-            self._yielded_at = self._checked_at = time.monotonic()
+            self._pacer.rested()
 
     def _require_started_for_iteration(self) -> Fetcher:
         if self._closing:
@@ -869,10 +822,10 @@ class Consumer:
             self._raise_topic_errors()
             if coordinator is not None:
                 await coordinator.poll()
-            if time.monotonic() - self._yielded_at >= _YIELD_INTERVAL_S:
+            if self._pacer.overdue():
                 # A loop over getmany whose body never awaits still lets other tasks
                 # run; before taking records, so a call cancelled here has taken none.
-                await self._take_turn()
+                await self._pacer.take_turn()
                 continue
             ready.clear()
             out: dict[TopicPartition, list[Record]] = {}
@@ -906,12 +859,12 @@ class Consumer:
             if remaining <= 0:
                 # Nothing buffered: let the fetcher (and everyone else) run, or a loop of
                 # getmany(timeout_ms=0) calls would keep the buffer from ever filling.
-                await self._take_turn()
+                await self._pacer.take_turn()
                 return {}
             with contextlib.suppress(TimeoutError):
                 async with _backend.timeout(remaining):
                     await ready.wait()
-            self._yielded_at = self._checked_at = time.monotonic()
+            self._pacer.rested()
 
     # ------------------------------------------------------------------ misc
     def delivered_by_topic(self) -> dict[str, int]:

@@ -44,6 +44,7 @@ from typing import Any, Final
 from aiokafka_lite import _backend
 from aiokafka_lite import errors as E
 from aiokafka_lite.fetch.decode import parse_partition
+from aiokafka_lite.fetch.fairness import TurnPacer
 from aiokafka_lite.health import Health, build_health
 from aiokafka_lite.net import Client, ClientConfig
 from aiokafka_lite.net.client import Lane
@@ -69,12 +70,6 @@ log = logging.getLogger(__name__)
 _IDLE_RECHECK_S: Final = 1.0
 _ACQUIRE_MODES: Final = {"batch_optimized": 0, "record_limit": 1}
 _LEADER_ERRORS: Final = frozenset({3, 6, 100})  # UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER, UNKNOWN_TOPIC_ID
-# Fairness of ``async for`` over buffered records (as ``Consumer.__anext__``): other tasks
-# get a turn once this long has passed since the last one, the clock read at check points
-# spaced to about _CHECK_SPACING_S of the caller's time, at most _MAX_CHECK_EVERY apart.
-_YIELD_INTERVAL_S: Final = 0.002
-_CHECK_SPACING_S: Final = 0.0005
-_MAX_CHECK_EVERY: Final = 256
 # Options of other clients that are group configs for a share group: (what it is, an example value).
 _GROUP_CONFIG_OPTIONS: Final = {
     "auto_offset_reset": (
@@ -193,9 +188,7 @@ class ShareConsumer:
         self._idx = 0
         self._stop = 0
         self._settled = 0
-        self._check_every = 1
-        self._check_base = 0
-        self._checked_at = self._yielded_at = time.monotonic()
+        self._pacer = TurnPacer()  # turns for other tasks while buffered records are served
         #: The first unexpected exception of a background task (a bug): raised by every
         #: poll and iteration step from then on, and reported by health().
         self._crash: E.KafkaError | None = None
@@ -466,35 +459,15 @@ class ShareConsumer:
             i = self._idx
             if i < len(self._recs):
                 if i >= self._stop:  # a check point: yield *before* taking a record
-                    if self._turn_due(i):
-                        await self._take_turn()
+                    if self._pacer.due(i):
+                        await self._pacer.take_turn()
                         continue  # a close or a poll may have run meanwhile
-                    self._stop = min(len(self._recs), i + self._check_every)
+                    self._stop = min(len(self._recs), i + self._pacer.every)
                 self._idx = i + 1
                 return self._recs[i]
             if self._closing or self._closed:
                 raise StopAsyncIteration
             await self._refill()
-
-    def _turn_due(self, idx: int) -> bool:
-        """At a check point: read the clock, space the next check points after the
-        caller's measured time per record, and say whether other tasks are due a turn."""
-        now = time.monotonic()
-        handed = idx - self._check_base
-        elapsed = now - self._checked_at
-        self._checked_at = now
-        self._check_base = idx
-        if handed > 0:
-            every = int(_CHECK_SPACING_S * handed / elapsed) if elapsed > 0 else _MAX_CHECK_EVERY
-            self._check_every = max(1, min(every, _MAX_CHECK_EVERY))
-        return now - self._yielded_at >= _YIELD_INTERVAL_S
-
-    async def _take_turn(self) -> None:
-        try:
-            await _backend.sleep(0)
-        finally:
-            # Also when cancelled here: the next step is not due a turn at once.
-            self._yielded_at = self._checked_at = time.monotonic()
 
     async def _refill(self) -> None:
         """The iterator's next batch: what the last batch handed out is settled (implicit
@@ -509,7 +482,6 @@ class ShareConsumer:
             # Not delivered yet: each record is, once handed out. Index 0 is a check
             # point (_stop 0), so a new batch may give the other tasks a turn first.
             self._recs = self._take(self.config.max_poll_records, deliver=False)
-            self._check_base = 0
             if _otel.enabled and (tracing := _otel.of(self)) is not None:
                 tracing.received(self, self._recs, started_ns)  # the batch's poll span
 
@@ -523,6 +495,7 @@ class ShareConsumer:
     def _drop_chunk(self) -> None:
         """Forget the iterator's batch (settled first by the caller): records not handed
         out stay acquired and undelivered in the tracker, for close to release."""
+        self._pacer.chunk_finished(self._idx)
         self._recs = []
         self._idx = self._stop = self._settled = 0
 
