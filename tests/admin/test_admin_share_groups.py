@@ -13,6 +13,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
+from admin_testlib import has_share_groups
 
 from aiokafka_lite import Consumer, Producer
 from aiokafka_lite.admin import Admin
@@ -52,14 +53,6 @@ SHARE_APIS = (
 def names() -> tuple[str, str]:
     suffix = uuid.uuid4().hex[:10]
     return f"sga-t-{suffix}", f"sga-g-{suffix}"
-
-
-async def has_share_groups(admin: Admin) -> bool:
-    try:
-        await admin.client.negotiated_version(None, ShareGroupDescribeRequest.API_KEY)
-    except UnsupportedVersionError:
-        return False
-    return True
 
 
 @pytest.fixture
