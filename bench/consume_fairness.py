@@ -104,7 +104,7 @@ async def toggled_loop(bootstrap: str, records: int, segment: int, buffered: boo
     a bias of ~3% against the yields. With fetching going on (``toggled-fetch``) some of
     the fetcher's work may still land in a neighbouring segment: read it as a bound."""
     from aiokafka_lite import Consumer, TopicPartition
-    from aiokafka_lite.fetch import fairness as fairness_module
+    from aiokafka_lite.consume import fairness as fairness_module
 
     on = {
         name: getattr(fairness_module, name)

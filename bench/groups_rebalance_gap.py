@@ -38,9 +38,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from aiokafka_lite import Consumer
 from aiokafka_lite.admin import Admin, NewTopic
 from aiokafka_lite.broker.cluster import EmbeddedCluster
-from aiokafka_lite.groups import MemberState
+from aiokafka_lite.consume.groups import MemberState
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.produce.producer import Producer
-from aiokafka_lite.structs import TopicPartition
 
 PARTITIONS = 12
 HEARTBEAT_MS = 1000

@@ -31,7 +31,7 @@ from collections.abc import Iterator
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
 
-from aiokafka_lite.log_handler import JsonFormatter, KafkaHandler
+from aiokafka_lite.integrations.log_handler import JsonFormatter, KafkaHandler
 
 
 def free_port() -> int:

@@ -57,7 +57,7 @@ async def worker(bootstrap: str, records: int) -> dict[str, float]:
                     batch = await consumer.getmany(timeout_ms=1000, max_records=500)
                     n += sum(len(v) for v in batch.values())
             out[mode] = time.process_time() - start
-    from aiokafka_lite.groups import OrderedWorkers
+    from aiokafka_lite.processing import OrderedWorkers
 
     async def handle(_record: object) -> None:
         return None

@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from aiokafka_lite import Admin, NewTopic, Producer
 from aiokafka_lite.broker.cluster import EmbeddedCluster
-from aiokafka_lite.mirror import Mirror
+from aiokafka_lite.integrations.mirror import Mirror
 
 VALUE = b"x" * 1000
 

@@ -55,7 +55,7 @@ def setup_tracing(mode: str) -> object:
     """Switch tracing on as ``mode`` says; returns what keeps the exporter alive."""
     if mode == "off":
         return None
-    from aiokafka_lite import otel
+    from aiokafka_lite.integrations import otel
 
     if mode == "on-noop":
         otel.instrument()

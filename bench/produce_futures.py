@@ -34,8 +34,8 @@ from typing import Any
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "src"))
 
+from aiokafka_lite.core.structs import TopicPartition  # noqa: E402
 from aiokafka_lite.produce.batch import ProducerBatch, RecordFuture, RecordMetadata  # noqa: E402
-from aiokafka_lite.structs import TopicPartition  # noqa: E402
 from aiokafka_lite.wire.records import BatchBuilder  # noqa: E402
 
 PER_BATCH = 130

@@ -38,7 +38,7 @@ from confluent_kafka.schema_registry.protobuf import ProtobufSerializer as TPS  
 from confluent_kafka.serialization import MessageField, SerializationContext  # noqa: E402
 from jsonschema.validators import validator_for  # noqa: E402
 
-from aiokafka_lite.schema_registry import (  # noqa: E402
+from aiokafka_lite.integrations.schema_registry import (  # noqa: E402
     AvroDeserializer,
     AvroSerializer,
     EmbeddedSchemaRegistry,

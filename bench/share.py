@@ -43,7 +43,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from aiokafka_lite import Consumer, Producer
 from aiokafka_lite.admin import Admin, NewTopic
 from aiokafka_lite.admin.types import ConfigResource
-from aiokafka_lite.share import ShareConsumer
+from aiokafka_lite.consume.share import ShareConsumer
 
 _STALL_S = 60.0  # no progress for this long: the scenario failed
 

@@ -88,8 +88,8 @@ def session(master: str, conf: dict[str, str] | None = None, py_files: list[str]
     global _current
     from pyspark.sql import SparkSession
 
-    from aiokafka_lite.spark import register
-    from aiokafka_lite.spark.connector import connector_jars
+    from aiokafka_lite.integrations.spark import register
+    from aiokafka_lite.integrations.spark.connector import connector_jars
 
     if _current is not None:
         _current.stop()

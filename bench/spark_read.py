@@ -67,10 +67,10 @@ def empty_query(spark: Any, fmt: str, bootstrap: str, topic: str, partitions: in
 
 def breakdown(bootstrap: str, topic: str, per_partition: int) -> dict[str, float]:
     """Our per-record costs over partition 0, in this process: fetch+decode, Arrow."""
-    from aiokafka_lite.spark import kafka_io
-    from aiokafka_lite.spark.datasource import _arrow_schema, _schema_struct, _to_arrow
-    from aiokafka_lite.spark.offsets import OffsetRange
-    from aiokafka_lite.spark.options import parse_source_options
+    from aiokafka_lite.integrations.spark import kafka_io
+    from aiokafka_lite.integrations.spark.datasource import _arrow_schema, _schema_struct, _to_arrow
+    from aiokafka_lite.integrations.spark.offsets import OffsetRange
+    from aiokafka_lite.integrations.spark.options import parse_source_options
 
     opts = parse_source_options({"bootstrap.servers": bootstrap, "subscribe": topic}, streaming=False)
     rng = OffsetRange(topic, 0, 0, per_partition)
@@ -110,7 +110,7 @@ def main() -> None:
         for master in args.masters.split(","):
             cluster = None
             if master == "standalone":
-                from aiokafka_lite.spark.standalone import StandaloneCluster
+                from aiokafka_lite.integrations.spark.standalone import StandaloneCluster
 
                 cluster = StandaloneCluster(workers=2, cores=1, memory="1500m").start()
                 spark = session(cluster.master_url, cluster_conf())

@@ -47,8 +47,8 @@ def sink_path(bootstrap: str, partitions: int, records: int, value_size: int) ->
     import pyarrow as pa
     from pyspark.sql.types import StringType, StructField, StructType
 
-    from aiokafka_lite.spark import datasource, kafka_io
-    from aiokafka_lite.spark.options import parse_sink_options
+    from aiokafka_lite.integrations.spark import datasource, kafka_io
+    from aiokafka_lite.integrations.spark.options import parse_sink_options
 
     topic = create_topic(bootstrap, f"spark-write-path-{os.getpid()}", partitions)
     try:
@@ -114,7 +114,7 @@ def main() -> None:
         for master in args.masters.split(","):
             cluster = None
             if master == "standalone":
-                from aiokafka_lite.spark.standalone import StandaloneCluster
+                from aiokafka_lite.integrations.spark.standalone import StandaloneCluster
 
                 cluster = StandaloneCluster(workers=2, cores=1, memory="1500m").start()
                 spark = session(cluster.master_url, cluster_conf())

@@ -33,9 +33,9 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
 
 from aiokafka_lite import Admin, Consumer, NewTopic, Producer, Record
-from aiokafka_lite.errors import KafkaError, TopicAlreadyExistsError
-from aiokafka_lite.prometheus import CONTENT_TYPE as PROMETHEUS_CONTENT_TYPE
-from aiokafka_lite.prometheus import render_prometheus
+from aiokafka_lite.core.errors import KafkaError, TopicAlreadyExistsError
+from aiokafka_lite.integrations.prometheus import CONTENT_TYPE as PROMETHEUS_CONTENT_TYPE
+from aiokafka_lite.integrations.prometheus import render_prometheus
 
 KEEPALIVE_SECONDS = 15.0  # an SSE comment this often keeps proxies from closing idle streams
 
@@ -178,7 +178,7 @@ def create_app(bootstrap: str, topic: str = "events", **producer_options: Any) -
     @app.get("/health")
     async def health(request: Request, response: Response) -> dict[str, Any]:
         """Readiness: 200 while the producer and the consumer are ready, else 503 (so an
-        orchestrator stops routing here); the body says why (see aiokafka_lite.health)."""
+        orchestrator stops routing here); the body says why (see aiokafka_lite.core.health)."""
         state = request.app.state
         checks = [state.producer.health(), state.consumer.health()]
         ready = all(h.ready for h in checks)

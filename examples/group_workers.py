@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 
 from aiokafka_lite import Admin, Consumer, NewTopic, Producer, Record, TopicPartition
 from aiokafka_lite.broker import EmbeddedCluster
-from aiokafka_lite.groups import OrderedWorkers
+from aiokafka_lite.processing import OrderedWorkers
 
 RECORDS = 600
 ACCOUNTS = 12

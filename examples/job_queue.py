@@ -32,8 +32,9 @@ from collections import Counter
 from aiokafka_lite import Admin, Consumer, NewTopic, Producer, Record
 from aiokafka_lite.admin.types import ConfigResource
 from aiokafka_lite.broker import EmbeddedCluster
-from aiokafka_lite.errors import UnsupportedVersionError
-from aiokafka_lite.share import ShareConsumer, ShareRecord, ShareWorkers
+from aiokafka_lite.consume.share import ShareConsumer, ShareRecord
+from aiokafka_lite.core.errors import UnsupportedVersionError
+from aiokafka_lite.processing import ShareWorkers
 
 PARTITIONS = 2
 MAX_ATTEMPTS = 3

@@ -140,7 +140,7 @@ def run_pipeline(
     """Read ``events``, aggregate per user per minute, write to ``event-stats``; returns the result rows."""
     from pyspark.sql import functions as F
 
-    from aiokafka_lite.spark import register
+    from aiokafka_lite.integrations.spark import register
 
     register(spark)
     events = (

@@ -34,7 +34,7 @@ import pytest
 
 from aiokafka_lite import Consumer, Producer, TopicPartition
 from aiokafka_lite.broker import EmbeddedCluster
-from aiokafka_lite.errors import NotLeaderOrFollowerError
+from aiokafka_lite.core.errors import NotLeaderOrFollowerError
 from aiokafka_lite.wire.messages import ProduceRequest
 
 pytestmark = pytest.mark.asyncio

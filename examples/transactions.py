@@ -23,7 +23,7 @@ import uuid
 
 from aiokafka_lite import Admin, Consumer, NewTopic, Producer, TopicPartition
 from aiokafka_lite.broker import EmbeddedCluster
-from aiokafka_lite.transact import TransactSession
+from aiokafka_lite.processing.transact import TransactSession
 
 ORDERS = 120
 PARTITIONS = 3

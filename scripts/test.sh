@@ -43,7 +43,7 @@ fi
 echo "== Apache Kafka jars (Maven Central, cached in ~/.m2 and ~/.cache/aiokafka_lite/kafka)"
 "$VENV/bin/python" -m aiokafka_lite.testing.apache --fetch
 echo "== Spark's own Kafka connector (the yardstick of the Spark tests; Maven Central, cached)"
-"$VENV/bin/python" -m aiokafka_lite.spark.connector --fetch >/dev/null
+"$VENV/bin/python" -m aiokafka_lite.integrations.spark.connector --fetch >/dev/null
 
 echo "== ruff"
 lint_dirs=()

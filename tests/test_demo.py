@@ -1,4 +1,4 @@
-"""The README's main job (``python -m aiokafka_lite.demo``) runs and checks itself."""
+"""The README's main job (``python -m aiokafka_lite.cli.demo``) runs and checks itself."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from aiokafka_lite.admin import Admin
 def _demo(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "KAFKA_BOOTSTRAP"}
     return subprocess.run(
-        [sys.executable, "-m", "aiokafka_lite.demo", *args],
+        [sys.executable, "-m", "aiokafka_lite.cli.demo", *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -45,7 +45,7 @@ async def test_demo_against_a_given_cluster_cleans_up_its_topic(kafka_bootstrap:
 
 
 async def test_demo_readme_job_against_a_given_cluster(kafka_bootstrap: str) -> None:
-    """``python -m aiokafka_lite.demo --bootstrap HOST:PORT`` exactly as the README gives it
+    """``python -m aiokafka_lite.cli.demo --bootstrap HOST:PORT`` exactly as the README gives it
     (default records, partitions and compression)."""
     proc = _demo("--bootstrap", kafka_bootstrap)
     assert proc.returncode == 0, proc.stdout + proc.stderr

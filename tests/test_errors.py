@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from aiokafka_lite import errors
-from aiokafka_lite.errors import (
+from aiokafka_lite.core import errors
+from aiokafka_lite.core.errors import (
     ERRORS_BY_CODE,
     AuthenticationError,
     BrokerResponseError,

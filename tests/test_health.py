@@ -9,9 +9,9 @@ from collections.abc import Awaitable, Callable
 from aiokafka_lite import Admin, Consumer, Producer, TopicPartition
 from aiokafka_lite.admin.types import ConfigResource
 from aiokafka_lite.broker.cluster import EmbeddedCluster
-from aiokafka_lite.health import BrokerHealth, judge
-from aiokafka_lite.prometheus import render_prometheus
-from aiokafka_lite.share import ShareConsumer
+from aiokafka_lite.consume.share import ShareConsumer
+from aiokafka_lite.core.health import BrokerHealth, judge
+from aiokafka_lite.integrations.prometheus import render_prometheus
 
 Factory = Callable[..., Awaitable[EmbeddedCluster]]
 

@@ -16,27 +16,27 @@ def _loaded_after(code: str) -> set[str]:
 
 # Every public name of the package and the module that defines it.
 TOP_LEVEL = {
-    "AcknowledgeType": "aiokafka_lite.share",
+    "AcknowledgeType": "aiokafka_lite.consume.share",
     "Admin": "aiokafka_lite.admin",
     "Client": "aiokafka_lite.net",
-    "Consumer": "aiokafka_lite.fetch",
+    "Consumer": "aiokafka_lite.consume",
     "EmbeddedCluster": "aiokafka_lite.broker",
-    "Mirror": "aiokafka_lite.mirror",
+    "Mirror": "aiokafka_lite.integrations.mirror",
     "NewTopic": "aiokafka_lite.admin",
-    "OrderedWorkers": "aiokafka_lite.groups",
+    "OrderedWorkers": "aiokafka_lite.processing",
     "Producer": "aiokafka_lite.produce",
-    "Record": "aiokafka_lite.fetch",
+    "Record": "aiokafka_lite.consume",
     "RecordMetadata": "aiokafka_lite.produce",
-    "ShareConsumer": "aiokafka_lite.share",
-    "ShareWorkers": "aiokafka_lite.share",
-    "TopicPartition": "aiokafka_lite.structs",
-    "TransactSession": "aiokafka_lite.transact",
+    "ShareConsumer": "aiokafka_lite.consume.share",
+    "ShareWorkers": "aiokafka_lite.processing",
+    "TopicPartition": "aiokafka_lite.core.structs",
+    "TransactSession": "aiokafka_lite.processing.transact",
 }
 
 
 def test_package_import_loads_no_client_module() -> None:
     loaded = _loaded_after("import aiokafka_lite")
-    heavy = {module for module in TOP_LEVEL.values() if module != "aiokafka_lite.structs"}
+    heavy = {module for module in TOP_LEVEL.values() if module != "aiokafka_lite.core.structs"}
     assert not {m for m in loaded if m.startswith(tuple(heavy))}
 
 
@@ -54,15 +54,17 @@ def test_every_public_name_imports_from_the_package() -> None:
 
 def test_share_consumer_import_does_not_load_broker_or_mirror() -> None:
     loaded = _loaded_after("from aiokafka_lite import ShareConsumer, ShareWorkers, AcknowledgeType")
-    assert "aiokafka_lite.share.consumer" in loaded
-    assert not {m for m in loaded if m.startswith(("aiokafka_lite.broker", "aiokafka_lite.mirror"))}
+    assert "aiokafka_lite.consume.share.share_consumer" in loaded
+    assert not {
+        m for m in loaded if m.startswith(("aiokafka_lite.broker", "aiokafka_lite.integrations.mirror"))
+    }
 
 
 def test_producer_import_does_not_load_admin_or_consumer() -> None:
     loaded = _loaded_after("from aiokafka_lite import Producer")
     assert "aiokafka_lite.produce.producer" in loaded
     assert "aiokafka_lite.admin.client" not in loaded
-    assert "aiokafka_lite.fetch.consumer" not in loaded
+    assert "aiokafka_lite.consume.consumer" not in loaded
 
 
 def test_message_modules_load_on_first_use() -> None:

@@ -1,6 +1,6 @@
 """Generate the configuration reference from the option definitions in the code.
 
-Every option is declared once, with ``aiokafka_lite.config.option(...)`` on an
+Every option is declared once, with ``aiokafka_lite.core.options.option(...)`` on an
 ``Options`` dataclass (type, default, documentation, validation). This tool renders
 those declarations as markdown tables into:
 
@@ -28,11 +28,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from aiokafka_lite.config import Options  # noqa: E402
-from aiokafka_lite.fetch import ConsumerConfig  # noqa: E402
+from aiokafka_lite.consume import ConsumerConfig  # noqa: E402
+from aiokafka_lite.consume.share import ShareConsumerConfig  # noqa: E402
+from aiokafka_lite.core.options import Options  # noqa: E402
 from aiokafka_lite.net import ClientConfig  # noqa: E402
 from aiokafka_lite.produce import ProducerConfig  # noqa: E402
-from aiokafka_lite.share import ShareConsumerConfig  # noqa: E402
 
 DOCS_PAGE = ROOT / "docs" / "configuration.md"
 README = ROOT / "README.md"

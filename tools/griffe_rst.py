@@ -9,7 +9,7 @@ them while the API is loaded (``mkdocs.yml``: ``extensions: [tools/griffe_rst.py
 * ``Text::`` + an indented block -> ``Text:`` + a fenced code block;
 * ``:role:`~pkg.mod.Name``` -> ```Name```, ``:role:`target``` -> ```target```.
 
-It also shows options declared with ``aiokafka_lite.config.option(default, doc, ...)`` as
+It also shows options declared with ``aiokafka_lite.core.options.option(default, doc, ...)`` as
 what they are: an attribute whose value is the default and whose docstring is ``doc``.
 Without that, the option classes' signatures showed every ``option(...)`` call in full
 (validators and all), screens of source instead of a list of options.

@@ -47,7 +47,7 @@ async def run_flow() -> list[Any]:
 
     from aiokafka_lite import Consumer, Producer, otel
     from aiokafka_lite.broker.cluster import EmbeddedCluster
-    from aiokafka_lite.groups.workers import OrderedWorkers
+    from aiokafka_lite.processing.ordered_workers import OrderedWorkers
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider(resource=Resource.create({"service.name": "shop"}))

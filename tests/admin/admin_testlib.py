@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from aiokafka_lite.admin import Admin
-from aiokafka_lite.errors import UnsupportedVersionError
+from aiokafka_lite.core.errors import UnsupportedVersionError
 from aiokafka_lite.wire.messages import ShareGroupDescribeRequest
 
 

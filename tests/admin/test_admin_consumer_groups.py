@@ -12,13 +12,13 @@ from aiokafka_lite.admin import Admin
 from aiokafka_lite.admin.consumer_groups import _description, _from_classic
 from aiokafka_lite.admin.types import GroupDescription, MemberDescription
 from aiokafka_lite.broker import EmbeddedCluster
-from aiokafka_lite.errors import (
+from aiokafka_lite.core.errors import (
     ConfigError,
     GroupIdNotFoundError,
     InvalidGroupIdError,
     UnsupportedVersionError,
 )
-from aiokafka_lite.structs import TopicPartition as TP
+from aiokafka_lite.core.structs import TopicPartition as TP
 from aiokafka_lite.wire.messages import ConsumerGroupDescribeRequest
 from aiokafka_lite.wire.messages import ConsumerGroupDescribeResponse as R
 

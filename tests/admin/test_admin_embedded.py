@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from aiokafka_lite import Admin, NewTopic
-from aiokafka_lite import errors as E
 from aiokafka_lite.admin import (
     AlterConfigOp,
     AlterConfigOpType,
@@ -20,8 +19,9 @@ from aiokafka_lite.admin import (
     OffsetSpec,
 )
 from aiokafka_lite.broker import EmbeddedCluster
+from aiokafka_lite.core import errors as E
+from aiokafka_lite.core.structs import TopicPartition as TP
 from aiokafka_lite.net import Client, CoordinatorType
-from aiokafka_lite.structs import TopicPartition as TP
 from aiokafka_lite.wire.messages import (
     ConsumerProtocolAssignment,
     JoinGroupRequest,

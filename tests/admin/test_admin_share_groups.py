@@ -19,7 +19,8 @@ from aiokafka_lite import Consumer, Producer
 from aiokafka_lite.admin import Admin
 from aiokafka_lite.admin.types import ConfigResource, ConfigSource
 from aiokafka_lite.broker import EmbeddedCluster
-from aiokafka_lite.errors import (
+from aiokafka_lite.consume.share import AcknowledgeType, ShareConsumer, ShareRecord
+from aiokafka_lite.core.errors import (
     GroupIdNotFoundError,
     InvalidConfigError,
     InvalidGroupIdError,
@@ -27,8 +28,7 @@ from aiokafka_lite.errors import (
     UnknownTopicOrPartitionError,
     UnsupportedVersionError,
 )
-from aiokafka_lite.share import AcknowledgeType, ShareConsumer, ShareRecord
-from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.wire.messages import (
     AlterShareGroupOffsetsRequest,
     DeleteShareGroupOffsetsRequest,

@@ -17,7 +17,7 @@ from admin_testlib import has_share_groups
 
 from aiokafka_lite import Admin
 from aiokafka_lite.broker import EmbeddedCluster
-from aiokafka_lite.errors import GroupIdNotFoundError
+from aiokafka_lite.core.errors import GroupIdNotFoundError
 
 DESCRIBE_AND_DELETE: dict[str, Callable[[Admin, str], Awaitable[Any]]] = {
     # describeConsumerGroups: ConsumerGroupDescribe says GROUP_ID_NOT_FOUND, the classic

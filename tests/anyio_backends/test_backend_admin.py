@@ -7,13 +7,12 @@ import anyio.lowlevel
 import pytest
 
 from aiokafka_lite import Admin, NewTopic
-from aiokafka_lite import errors as E
-from aiokafka_lite._backend import current
+from aiokafka_lite.core import errors as E
+from aiokafka_lite.core.concurrency import current
 from aiokafka_lite.net import Client
 from aiokafka_lite.testing.threaded import ThreadedCluster
 from aiokafka_lite.wire.messages import MetadataRequest
-
-from .conftest import FAST, UnretrievedErrors, client_tasks_running
+from anyio_backends.conftest import FAST, UnretrievedErrors, client_tasks_running
 
 pytestmark = pytest.mark.anyio
 

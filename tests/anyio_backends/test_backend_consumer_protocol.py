@@ -10,11 +10,10 @@ import anyio
 import pytest
 
 from aiokafka_lite import Consumer
-from aiokafka_lite.structs import TopicPartition as TP
+from aiokafka_lite.core.structs import TopicPartition as TP
 from aiokafka_lite.testing.threaded import ThreadedCluster
-
-from .conftest import FAST, UnretrievedErrors, client_tasks_running
-from .testlib import assert_late_member_finds_nothing_left, fill_topic
+from anyio_backends.conftest import FAST, UnretrievedErrors, client_tasks_running
+from anyio_backends.testlib import assert_late_member_finds_nothing_left, fill_topic
 
 pytestmark = pytest.mark.anyio
 

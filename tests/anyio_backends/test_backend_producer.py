@@ -6,12 +6,11 @@ import anyio
 import pytest
 
 from aiokafka_lite import Admin, NewTopic, Producer
-from aiokafka_lite import errors as E
 from aiokafka_lite.admin import OffsetSpec
-from aiokafka_lite.structs import TopicPartition as TP
+from aiokafka_lite.core import errors as E
+from aiokafka_lite.core.structs import TopicPartition as TP
 from aiokafka_lite.testing.threaded import ThreadedCluster
-
-from .conftest import FAST, UnretrievedErrors, client_tasks_running
+from anyio_backends.conftest import FAST, UnretrievedErrors, client_tasks_running
 
 pytestmark = pytest.mark.anyio
 

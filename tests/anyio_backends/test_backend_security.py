@@ -13,11 +13,10 @@ import anyio
 import pytest
 
 from aiokafka_lite import Consumer, Producer
-from aiokafka_lite import errors as E
+from aiokafka_lite.core import errors as E
 from aiokafka_lite.net import Client, create_ssl_context
 from aiokafka_lite.testing.threaded import ThreadedCluster
-
-from .conftest import FAST, client_tasks_running
+from anyio_backends.conftest import FAST, client_tasks_running
 
 pytestmark = pytest.mark.anyio
 

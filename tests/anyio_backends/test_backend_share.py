@@ -11,15 +11,14 @@ from typing import Any
 import anyio
 import pytest
 
-from aiokafka_lite.errors import IllegalStateError, KafkaError
-from aiokafka_lite.share import AcknowledgeType, ShareConsumer, ShareRecord
-from aiokafka_lite.share.membership import ShareMembership
-from aiokafka_lite.share.session import ShareSession
-from aiokafka_lite.structs import TopicPartition as TP
+from aiokafka_lite.consume.share import AcknowledgeType, ShareConsumer, ShareRecord
+from aiokafka_lite.consume.share.membership import ShareMembership
+from aiokafka_lite.consume.share.session import ShareSession
+from aiokafka_lite.core.errors import IllegalStateError, KafkaError
+from aiokafka_lite.core.structs import TopicPartition as TP
 from aiokafka_lite.testing.threaded import ThreadedCluster
-
-from .conftest import FAST, UnretrievedErrors, client_tasks_running
-from .testlib import prepare_share_topic
+from anyio_backends.conftest import FAST, UnretrievedErrors, client_tasks_running
+from anyio_backends.testlib import prepare_share_topic
 
 pytestmark = pytest.mark.anyio
 
@@ -196,7 +195,7 @@ async def test_a_crashed_background_task_is_raised_by_every_poll_and_shown_in_he
     topic, group = f"share-crash-{attribute}-{anyio_backend}", f"share-g-crash-{attribute}-{anyio_backend}"
     await prepare_share_topic(bootstrap, topic, group, 1, 5)
     monkeypatch.setattr(target, attribute, broken)
-    caplog.set_level(logging.ERROR, logger="aiokafka_lite.share.consumer")
+    caplog.set_level(logging.ERROR, logger="aiokafka_lite.consume.share.share_consumer")
     async with ShareConsumer(bootstrap, group_id=group, topics=topic, **FAST) as consumer:
         crash: KafkaError | None = None
         with anyio.fail_after(30):

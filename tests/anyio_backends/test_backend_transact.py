@@ -10,12 +10,11 @@ import anyio
 import pytest
 
 from aiokafka_lite import Producer
+from aiokafka_lite.processing.transact import Batch, TransactSession
 from aiokafka_lite.testing.threaded import ThreadedCluster
-from aiokafka_lite.transact import Batch, TransactSession
-
-from .conftest import FAST, UnretrievedErrors, client_tasks_running
-from .test_backend_transactions import _read
-from .testlib import fill_topic
+from anyio_backends.conftest import FAST, UnretrievedErrors, client_tasks_running
+from anyio_backends.test_backend_transactions import _read
+from anyio_backends.testlib import fill_topic
 
 pytestmark = pytest.mark.anyio
 

@@ -9,14 +9,14 @@ import anyio.lowlevel
 import pytest
 
 from aiokafka_lite import Consumer
-from aiokafka_lite.groups.workers import OrderedWorkers
-from aiokafka_lite.handler_failures import FailureReport
-from aiokafka_lite.share import ShareConsumer, ShareRecord, ShareWorkers
-from aiokafka_lite.structs import TopicPartition as TP
+from aiokafka_lite.consume.share import ShareConsumer, ShareRecord
+from aiokafka_lite.core.structs import TopicPartition as TP
+from aiokafka_lite.processing import ShareWorkers
+from aiokafka_lite.processing.failures import FailureReport
+from aiokafka_lite.processing.ordered_workers import OrderedWorkers
 from aiokafka_lite.testing.threaded import ThreadedCluster
-
-from .conftest import FAST, UnretrievedErrors, client_tasks_running
-from .testlib import fill_topic, prepare_share_topic
+from anyio_backends.conftest import FAST, UnretrievedErrors, client_tasks_running
+from anyio_backends.testlib import fill_topic, prepare_share_topic
 
 pytestmark = pytest.mark.anyio
 

@@ -10,8 +10,7 @@ import anyio
 
 from aiokafka_lite import Admin, Consumer, NewTopic, Producer
 from aiokafka_lite.admin.types import ConfigResource
-
-from .conftest import FAST
+from anyio_backends.conftest import FAST
 
 
 async def create_topic(admin: Admin, topic: str, partitions: int) -> None:

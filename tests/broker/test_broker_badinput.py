@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from aiokafka_lite.broker import EmbeddedCluster
-from aiokafka_lite.errors import KafkaConnectionError
+from aiokafka_lite.core.errors import KafkaConnectionError
 from aiokafka_lite.testing.rawclient import RawClient
 from aiokafka_lite.wire.framing import encode_request
 from aiokafka_lite.wire.messages import (

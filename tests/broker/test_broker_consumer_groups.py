@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from aiokafka_lite import errors
 from aiokafka_lite.broker import EmbeddedCluster
 from aiokafka_lite.broker.context import HandlerRegistry, RequestContext
 from aiokafka_lite.broker.groups import GroupConfig, GroupCoordinator, ManualClock, register_group_handlers
 from aiokafka_lite.broker.groups.assignors import AssignmentSpec, MemberSpec, range_assign, uniform_assign
 from aiokafka_lite.broker.groups.topic_regex import RegexError, compile_topic_regex
 from aiokafka_lite.broker.state import BrokerConfig, BrokerInfo, ClusterState
+from aiokafka_lite.core import errors
 from aiokafka_lite.testing.rawclient import RawClient
 from aiokafka_lite.wire.message import Request, Response
 from aiokafka_lite.wire.messages import (

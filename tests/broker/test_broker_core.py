@@ -8,7 +8,7 @@ import struct
 import pytest
 
 from aiokafka_lite.broker import EmbeddedCluster
-from aiokafka_lite.errors import (
+from aiokafka_lite.core.errors import (
     CorruptMessageError,
     InvalidProducerEpochError,
     InvalidTopicError,

@@ -14,7 +14,7 @@ from aiokafka_lite.broker.api.fastpath import (
     encode_produce_response,
     parse_request_header,
 )
-from aiokafka_lite.errors import KafkaError
+from aiokafka_lite.core.errors import KafkaError
 from aiokafka_lite.wire.framing import encode_request, request_header_version
 from aiokafka_lite.wire.messages import ProduceRequest, ProduceResponse, RequestHeader
 from aiokafka_lite.wire.primitives import Reader

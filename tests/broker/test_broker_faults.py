@@ -8,7 +8,7 @@ import pytest
 
 from aiokafka_lite.broker import EmbeddedCluster
 from aiokafka_lite.broker.api.common import error_response
-from aiokafka_lite.errors import (
+from aiokafka_lite.core.errors import (
     CoordinatorNotAvailableError,
     FetchSessionIdNotFoundError,
     IllegalStateError,

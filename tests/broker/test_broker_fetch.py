@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from aiokafka_lite.broker import EmbeddedCluster
-from aiokafka_lite.errors import (
+from aiokafka_lite.core.errors import (
     FencedLeaderEpochError,
     FetchSessionIdNotFoundError,
     InvalidFetchSessionEpochError,

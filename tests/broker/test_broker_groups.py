@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from aiokafka_lite import errors
 from aiokafka_lite.broker.context import HandlerRegistry, RequestContext
 from aiokafka_lite.broker.groups import (
     GroupConfig,
@@ -24,7 +23,8 @@ from aiokafka_lite.broker.groups import (
 )
 from aiokafka_lite.broker.offsets import CommittedOffset, OffsetStore
 from aiokafka_lite.broker.state import BrokerConfig, BrokerInfo, ClusterState
-from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.core import errors
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.wire.message import Request, Response
 from aiokafka_lite.wire.messages import (
     ConsumerProtocolSubscription,

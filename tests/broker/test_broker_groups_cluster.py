@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from aiokafka_lite import errors
 from aiokafka_lite.broker.cluster import EmbeddedCluster
+from aiokafka_lite.core import errors
 from aiokafka_lite.testing.rawclient import RawClient
 from aiokafka_lite.wire.message import Request
 from aiokafka_lite.wire.messages import (

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from aiokafka_lite.broker import EmbeddedCluster
-from aiokafka_lite.errors import (
+from aiokafka_lite.core.errors import (
     KafkaConnectionError,
     SaslAuthenticationFailedError,
     UnsupportedSaslMechanismError,

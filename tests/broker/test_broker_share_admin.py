@@ -8,7 +8,7 @@ from pathlib import Path
 
 from aiokafka_lite.admin import Admin
 from aiokafka_lite.broker import EmbeddedCluster
-from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.core.structs import TopicPartition
 
 
 async def test_share_groups_listed_once_and_served_by_their_coordinator() -> None:

@@ -10,7 +10,7 @@ from aiokafka_lite import Producer
 from aiokafka_lite.admin import Admin
 from aiokafka_lite.admin.types import ConfigResource
 from aiokafka_lite.broker import EmbeddedCluster
-from aiokafka_lite.share import AcknowledgeType, ShareConsumer, ShareRecord
+from aiokafka_lite.consume.share import AcknowledgeType, ShareConsumer, ShareRecord
 
 
 async def poll_until(consumer: ShareConsumer, want: int, within_s: float = 20.0) -> list[ShareRecord]:

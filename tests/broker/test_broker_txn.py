@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from aiokafka_lite import errors
 from aiokafka_lite.broker.context import HandlerRegistry, RequestContext
 from aiokafka_lite.broker.groups import GroupConfig, GroupCoordinator, ManualClock, register_group_handlers
 from aiokafka_lite.broker.state import BrokerConfig, BrokerInfo, ClusterState
@@ -21,6 +20,7 @@ from aiokafka_lite.broker.transactions import (
     TxnState,
     register_txn_handlers,
 )
+from aiokafka_lite.core import errors
 from aiokafka_lite.wire.message import Request, Response
 from aiokafka_lite.wire.messages import (
     AddOffsetsToTxnRequest,

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from aiokafka_lite.broker.share_state import (
+from aiokafka_lite.broker.share.state import (
     ACCEPT,
     GAP,
     REJECT,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aiokafka_lite.broker import share_store
-from aiokafka_lite.broker.share_store import SavedShareState, ShareStateStore
+from aiokafka_lite.broker.share import store as share_store
+from aiokafka_lite.broker.share.store import SavedShareState, ShareStateStore
 
 A = {"start": 0, "next": 2, "runs": [[0, 1, "available", 1]]}
 B = {"start": 2, "next": 2, "runs": []}

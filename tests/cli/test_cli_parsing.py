@@ -12,7 +12,7 @@ from rich.console import Console
 from aiokafka_lite.cli._common import parse_client_options, parse_key_values, parse_timestamp
 from aiokafka_lite.cli._format import FormatError, compile_format, print_sections, record_to_json, table
 from aiokafka_lite.cli.produce import _split_lines, _unescape
-from aiokafka_lite.fetch import ConsumerConfig, Record, TimestampType
+from aiokafka_lite.consume import ConsumerConfig, Record, TimestampType
 from aiokafka_lite.net import ClientConfig
 from aiokafka_lite.produce import ProducerConfig
 

@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from aiokafka_lite.admin import Admin
 from aiokafka_lite.cli.app import app
-from aiokafka_lite.errors import UnsupportedVersionError
-from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.core.errors import UnsupportedVersionError
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.wire.messages import ShareGroupDescribeRequest
 
 runner = CliRunner()

@@ -29,7 +29,7 @@ from _diffkit import (
     raw_record,
 )
 
-from aiokafka_lite.errors import KafkaConnectionError
+from aiokafka_lite.core.errors import KafkaConnectionError
 from aiokafka_lite.wire.messages import ProduceRequest
 from aiokafka_lite.wire.records import Compression
 

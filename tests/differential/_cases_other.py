@@ -8,7 +8,7 @@ import uuid
 
 from _diffkit import Observation, Target, batch, case, fetch, find_coordinator, metadata, produce
 
-from aiokafka_lite.errors import KafkaConnectionError
+from aiokafka_lite.core.errors import KafkaConnectionError
 from aiokafka_lite.testing.rawclient import RawClient
 from aiokafka_lite.wire.messages import (
     AlterConfigsRequest,

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 import aiokafka_lite
-from aiokafka_lite import errors
+from aiokafka_lite.core import errors
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,21 +31,21 @@ ROOT = Path(__file__).resolve().parents[2]
 PUBLIC_MODULES = [
     "aiokafka_lite.admin",
     "aiokafka_lite.broker",
-    "aiokafka_lite.config",
-    "aiokafka_lite.errors",
-    "aiokafka_lite.fetch",
-    "aiokafka_lite.groups",
-    "aiokafka_lite.handler_failures",
-    "aiokafka_lite.health",
-    "aiokafka_lite.log_handler",
-    "aiokafka_lite.mirror",
+    "aiokafka_lite.core.options",
+    "aiokafka_lite.core.errors",
+    "aiokafka_lite.consume",
+    "aiokafka_lite.consume.groups",
+    "aiokafka_lite.processing.failures",
+    "aiokafka_lite.core.health",
+    "aiokafka_lite.integrations.log_handler",
+    "aiokafka_lite.integrations.mirror",
     "aiokafka_lite.net",
-    "aiokafka_lite.otel",
+    "aiokafka_lite.integrations.otel",
     "aiokafka_lite.produce",
-    "aiokafka_lite.prometheus",
-    "aiokafka_lite.share",
-    "aiokafka_lite.spark",
-    "aiokafka_lite.transact",
+    "aiokafka_lite.integrations.prometheus",
+    "aiokafka_lite.consume.share",
+    "aiokafka_lite.integrations.spark",
+    "aiokafka_lite.processing.transact",
 ]
 
 #: Code lines longer than this do not fit the text column at 1280 px (checked in
@@ -109,16 +109,16 @@ def test_the_api_reference_covers_every_public_name(site: Path) -> None:
     assert not missing, f"public names without an entry in the API reference: {missing}"
     # The names issue 24 found missing are among them.
     for dotted in [
-        "aiokafka_lite.share.ShareConsumer",
-        "aiokafka_lite.share.ShareWorkers",
-        "aiokafka_lite.share.AcknowledgeType",
-        "aiokafka_lite.share.ShareRecord",
-        "aiokafka_lite.mirror.Mirror",
-        "aiokafka_lite.mirror.MirrorStats",
-        "aiokafka_lite.mirror.ProgressDisplay",
+        "aiokafka_lite.consume.share.ShareConsumer",
+        "aiokafka_lite.processing.ShareWorkers",
+        "aiokafka_lite.consume.share.AcknowledgeType",
+        "aiokafka_lite.consume.share.ShareRecord",
+        "aiokafka_lite.integrations.mirror.Mirror",
+        "aiokafka_lite.integrations.mirror.MirrorStats",
+        "aiokafka_lite.integrations.mirror.ProgressDisplay",
         "aiokafka_lite.net.Client",
-        "aiokafka_lite.otel.instrument",
-        "aiokafka_lite.spark.register",
+        "aiokafka_lite.integrations.otel.instrument",
+        "aiokafka_lite.integrations.spark.register",
     ]:
         assert dotted in anchors, dotted
 
@@ -126,7 +126,7 @@ def test_the_api_reference_covers_every_public_name(site: Path) -> None:
 def test_option_classes_render_their_options_not_their_source(site: Path) -> None:
     for page, cls in [
         ("producer", "aiokafka_lite.produce.ProducerConfig"),
-        ("consumer", "aiokafka_lite.fetch.ConsumerConfig"),
+        ("consumer", "aiokafka_lite.consume.ConsumerConfig"),
     ]:
         text = (site / "api" / page / "index.html").read_text()
         start = text.index(f'id="{cls}"')

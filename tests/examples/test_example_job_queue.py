@@ -8,7 +8,7 @@ import re
 from examples_testlib import load_example, run_example
 
 from aiokafka_lite.admin import Admin
-from aiokafka_lite.errors import UnsupportedVersionError
+from aiokafka_lite.core.errors import UnsupportedVersionError
 
 
 def check_output(out: str, jobs: int, workers: int) -> None:

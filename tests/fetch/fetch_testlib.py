@@ -9,11 +9,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from aiokafka_lite import errors as E
-from aiokafka_lite.errors import error_for
-from aiokafka_lite.fetch import Consumer, Record
+from aiokafka_lite.consume import Consumer, Record
+from aiokafka_lite.core import errors as E
+from aiokafka_lite.core.errors import error_for
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.net import Client
-from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.messages.produce_request import ProduceRequest
 from aiokafka_lite.wire.messages.produce_response import ProduceResponse
 from aiokafka_lite.wire.primitives import ZERO_UUID

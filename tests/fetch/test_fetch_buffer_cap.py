@@ -7,10 +7,10 @@ import asyncio
 from fetch_testlib import fill, take
 
 from aiokafka_lite.broker import EmbeddedCluster
-from aiokafka_lite.fetch import Consumer
-from aiokafka_lite.fetch.buffer import FetchBuffer
-from aiokafka_lite.fetch.decode import CompletedFetch
-from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.consume import Consumer
+from aiokafka_lite.consume.fetch.buffer import FetchBuffer
+from aiokafka_lite.consume.fetch.decode import CompletedFetch
+from aiokafka_lite.core.structs import TopicPartition
 
 A = TopicPartition("t", 0)
 B = TopicPartition("t", 1)

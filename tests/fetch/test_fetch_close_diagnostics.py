@@ -8,8 +8,8 @@ import pytest
 from fetch_testlib import fill, take
 
 from aiokafka_lite.broker import EmbeddedCluster
-from aiokafka_lite.fetch import Consumer
-from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.consume import Consumer
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.testing.proxy import ProxiedKafka
 from aiokafka_lite.wire.messages import LeaveGroupRequest, OffsetCommitRequest
 

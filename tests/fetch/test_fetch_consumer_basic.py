@@ -11,12 +11,12 @@ from collections.abc import Awaitable, Callable
 import pytest
 from fetch_testlib import fill, produce_raw, sent_requests, take
 
-from aiokafka_lite import errors as E
 from aiokafka_lite.admin import Admin
 from aiokafka_lite.broker import EmbeddedCluster
-from aiokafka_lite.fetch import Consumer
+from aiokafka_lite.consume import Consumer
+from aiokafka_lite.core import errors as E
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.net import Client
-from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.records import Compression, TimestampType
 
 Factory = Callable[..., Awaitable[EmbeddedCluster]]

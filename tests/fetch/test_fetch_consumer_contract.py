@@ -25,8 +25,8 @@ import pytest
 import sniffio
 
 from aiokafka_lite import Admin, Consumer, NewTopic, Producer
-from aiokafka_lite.fetch import Record
-from aiokafka_lite.structs import TopicPartition as TP
+from aiokafka_lite.consume import Record
+from aiokafka_lite.core.structs import TopicPartition as TP
 
 FAST: dict[str, Any] = {"retry_backoff_ms": 5, "retry_backoff_max_ms": 50, "reconnect_backoff_ms": 5}
 PARTITIONS = 3

@@ -12,13 +12,13 @@ from collections.abc import Awaitable, Callable
 import pytest
 from fetch_testlib import fill, produce_raw, sent_requests, take
 
-from aiokafka_lite import errors as E
 from aiokafka_lite.admin import Admin
 from aiokafka_lite.broker import EmbeddedCluster
 from aiokafka_lite.broker.log import PartitionLog
-from aiokafka_lite.fetch import Consumer
+from aiokafka_lite.consume import Consumer
+from aiokafka_lite.core import errors as E
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.net import Client
-from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.messages import FetchRequest, OffsetForLeaderEpochRequest
 
 Factory = Callable[..., Awaitable[EmbeddedCluster]]
@@ -184,7 +184,7 @@ async def test_log_truncation_is_detected(
             assert "t-0" in str(info.value) and "offset 5" in str(info.value)
             consumer.seek(T0, 5)
         else:
-            with caplog.at_level(logging.WARNING, logger="aiokafka_lite.fetch.fetcher"):
+            with caplog.at_level(logging.WARNING, logger="aiokafka_lite.consume.fetch.fetcher"):
                 got = await take(consumer, 3)
             assert any("truncation detected" in m for m in caplog.messages)
             assert [(r.offset, r.value) for r in got] == [(5, b"r0"), (6, b"r1"), (7, b"r2")]

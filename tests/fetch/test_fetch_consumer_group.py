@@ -7,8 +7,8 @@ import asyncio
 from fetch_testlib import fill, take
 
 from aiokafka_lite.broker import EmbeddedCluster
-from aiokafka_lite.fetch import Consumer
-from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.consume import Consumer
+from aiokafka_lite.core.structs import TopicPartition
 
 OPTS = {"fetch_max_wait_ms": 50, "heartbeat_interval_ms": 100, "session_timeout_ms": 6000}
 

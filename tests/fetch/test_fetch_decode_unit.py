@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from aiokafka_lite.errors import CorruptRecordError, RecordDeserializationError
-from aiokafka_lite.fetch.decode import CompletedFetch, parse_partition
-from aiokafka_lite.fetch.record import Record
-from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.consume.fetch.decode import CompletedFetch, parse_partition
+from aiokafka_lite.consume.record import Record
+from aiokafka_lite.core.errors import CorruptRecordError, RecordDeserializationError
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.wire.records import Compression, TimestampType, build_control_batch, encode_batch
 
 TP = TopicPartition("t", 3)

@@ -16,8 +16,8 @@ from collections.abc import AsyncIterator
 from fetch_testlib import fill
 
 from aiokafka_lite.broker import EmbeddedCluster
-from aiokafka_lite.fetch import Consumer
-from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.consume import Consumer
+from aiokafka_lite.core.structs import TopicPartition
 
 TP = TopicPartition("fair", 0)
 BIG_BUFFER = {

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from aiokafka_lite import errors as E
-from aiokafka_lite.fetch.config import ConsumerConfig
-from aiokafka_lite.fetch.fetcher import Fetcher
-from aiokafka_lite.fetch.session import FetchPlan, PartitionFetch
-from aiokafka_lite.fetch.subscription import SubscriptionState
+from aiokafka_lite.consume.consumer_config import ConsumerConfig
+from aiokafka_lite.consume.fetch.fetcher import Fetcher
+from aiokafka_lite.consume.fetch.session import FetchPlan, PartitionFetch
+from aiokafka_lite.consume.subscription import SubscriptionState
+from aiokafka_lite.core import errors as E
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.net import ClientConfig, ClusterMetadata
-from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.messages.fetch_response import FetchResponse
 from aiokafka_lite.wire.records import encode_batch
 

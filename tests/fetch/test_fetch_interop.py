@@ -15,9 +15,9 @@ import pytest
 from fetch_testlib import take
 
 from aiokafka_lite.broker import EmbeddedCluster
-from aiokafka_lite.fetch import Consumer, Record
+from aiokafka_lite.consume import Consumer, Record
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.produce import Producer
-from aiokafka_lite.structs import TopicPartition
 
 pytestmark = pytest.mark.interop
 

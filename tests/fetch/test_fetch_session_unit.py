@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import uuid
 
-from aiokafka_lite.fetch.session import FINAL_EPOCH, FetchSession, PartitionFetch
-from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.consume.fetch.session import FINAL_EPOCH, FetchSession, PartitionFetch
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.wire.messages.fetch_request import FetchRequest
 from aiokafka_lite.wire.messages.fetch_response import FetchResponse
 

@@ -9,11 +9,11 @@ import asyncio
 import pytest
 from fetch_testlib import Sent, fill, produce_raw, sent_requests, take
 
-from aiokafka_lite import errors as E
 from aiokafka_lite.broker import EmbeddedCluster
-from aiokafka_lite.fetch import Consumer, Record
+from aiokafka_lite.consume import Consumer, Record
+from aiokafka_lite.core import errors as E
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.net import Client
-from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.messages import FetchRequest
 
 TPS = [TopicPartition("t", p) for p in range(4)]

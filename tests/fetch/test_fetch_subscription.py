@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from aiokafka_lite.errors import IllegalStateError
-from aiokafka_lite.fetch.subscription import OffsetAndMetadata, SubscriptionState
-from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.consume.subscription import OffsetAndMetadata, SubscriptionState
+from aiokafka_lite.core.errors import IllegalStateError
+from aiokafka_lite.core.structs import TopicPartition
 
 TP0 = TopicPartition("t", 0)
 TP1 = TopicPartition("t", 1)

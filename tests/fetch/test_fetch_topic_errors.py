@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from aiokafka_lite import errors as E
 from aiokafka_lite.broker import EmbeddedCluster
-from aiokafka_lite.fetch import Consumer
+from aiokafka_lite.consume import Consumer
+from aiokafka_lite.core import errors as E
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.produce import Producer
-from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.messages import MetadataRequest
 
 Factory = Callable[..., Awaitable[EmbeddedCluster]]
@@ -94,7 +94,7 @@ async def test_missing_topic_is_waited_for_with_a_warning(
     # Without auto-creation an unknown topic is not an error for a consumer (Java keeps
     # polling and logs UNKNOWN_TOPIC_OR_PARTITION): it may be created later.
     cluster = await kafka_cluster_factory(auto_create_topics=False)
-    caplog.set_level(logging.WARNING, logger="aiokafka_lite.fetch.consumer")
+    caplog.set_level(logging.WARNING, logger="aiokafka_lite.consume.consumer")
     async with Consumer(cluster.bootstrap, topics="later", auto_offset_reset="earliest") as consumer:
         for _ in range(3):
             assert await consumer.getmany(timeout_ms=200) == {}

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
 
-from aiokafka_lite.groups.assignors import MemberSubscription, TopicPartition
+from aiokafka_lite.consume.groups.assignors import MemberSubscription, TopicPartition
 
 TP = TopicPartition
 

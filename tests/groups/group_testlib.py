@@ -15,12 +15,12 @@ import pytest
 from aiokafka_lite import Consumer
 from aiokafka_lite.broker.cluster import EmbeddedCluster
 from aiokafka_lite.broker.state import BrokerConfig
-from aiokafka_lite.fetch.config import ConsumerConfig
-from aiokafka_lite.fetch.subscription import SubscriptionState
-from aiokafka_lite.groups import GroupCoordinator
+from aiokafka_lite.consume.consumer_config import ConsumerConfig
+from aiokafka_lite.consume.groups import GroupCoordinator
+from aiokafka_lite.consume.subscription import SubscriptionState
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.net import Client
 from aiokafka_lite.produce.producer import Producer
-from aiokafka_lite.structs import TopicPartition
 
 ClusterFactory = Callable[..., Awaitable[EmbeddedCluster]]
 
@@ -195,7 +195,7 @@ async def eventually(
 
 def balanced(members: Sequence[Member], partitions: set[TopicPartition]) -> bool:
     """Every partition owned by exactly one member, counts differ by at most one, all stable."""
-    from aiokafka_lite.groups import MemberState
+    from aiokafka_lite.consume.groups import MemberState
 
     owned = [m.assignment() for m in members]
     union: set[TopicPartition] = set().union(*owned) if owned else set()

@@ -21,7 +21,7 @@ from assignor_testlib import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aiokafka_lite.groups.assignors import (
+from aiokafka_lite.consume.groups.assignors import (
     CooperativeStickyAssignor,
     MemberSubscription,
     StickyAssignor,

@@ -7,8 +7,7 @@ from assignor_testlib import TP, check_valid, tps
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aiokafka_lite.errors import ConfigError
-from aiokafka_lite.groups.assignors import (
+from aiokafka_lite.consume.groups.assignors import (
     ASSIGNORS,
     Assignor,
     CooperativeStickyAssignor,
@@ -21,6 +20,7 @@ from aiokafka_lite.groups.assignors import (
     get_assignor,
     register_assignor,
 )
+from aiokafka_lite.core.errors import ConfigError
 
 M = MemberSubscription
 

@@ -25,8 +25,8 @@ from assignor_testlib import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aiokafka_lite.groups.assignors import MemberSubscription, StickyAssignor, TopicPartition
-from aiokafka_lite.groups.assignors.sticky import Claim, resolve_ownership, sticky_target
+from aiokafka_lite.consume.groups.assignors import MemberSubscription, StickyAssignor, TopicPartition
+from aiokafka_lite.consume.groups.assignors.sticky import Claim, resolve_ownership, sticky_target
 
 M = MemberSubscription
 STICKY = StickyAssignor()

@@ -9,7 +9,7 @@ from assignor_testlib import TP
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aiokafka_lite.groups.assignors import (
+from aiokafka_lite.consume.groups.assignors import (
     CooperativeStickyAssignor,
     StickyAssignor,
     StickyUserData,

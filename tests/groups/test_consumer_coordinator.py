@@ -14,15 +14,15 @@ from group_testlib import eventually, group_cluster
 
 from aiokafka_lite import Consumer
 from aiokafka_lite.broker.cluster import EmbeddedCluster
-from aiokafka_lite.errors import (
+from aiokafka_lite.consume.groups.consumer_coordinator import ConsumerGroupCoordinator
+from aiokafka_lite.consume.groups.consumer_membership import ConsumerMemberState
+from aiokafka_lite.core.errors import (
     CommitFailedError,
     GroupMaxSizeReachedError,
     KafkaError,
     UnreleasedInstanceIdError,
 )
-from aiokafka_lite.groups.consumer_coordinator import ConsumerGroupCoordinator
-from aiokafka_lite.groups.consumer_membership import ConsumerMemberState
-from aiokafka_lite.structs import TopicPartition as TP
+from aiokafka_lite.core.structs import TopicPartition as TP
 from aiokafka_lite.wire.messages import ConsumerGroupHeartbeatRequest, OffsetCommitRequest
 
 PARTITIONS = 4
@@ -312,7 +312,7 @@ async def test_group_max_size_is_fatal_for_the_extra_member(
 async def test_patterns_the_broker_cannot_run_fail_from_the_first_poll(
     cluster: EmbeddedCluster, options: dict[str, str], match: str
 ) -> None:
-    from aiokafka_lite.errors import ConfigError
+    from aiokafka_lite.core.errors import ConfigError
 
     consumer = Consumer(cluster.bootstrap, group_id=names()[1], group_protocol="consumer", **options)  # type: ignore[arg-type]
     async with consumer:

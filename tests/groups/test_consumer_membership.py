@@ -9,7 +9,27 @@ from collections.abc import Sequence
 
 import pytest
 
-from aiokafka_lite.errors import (
+from aiokafka_lite.consume.consumer_config import ConsumerConfig
+from aiokafka_lite.consume.groups.consumer_membership import (
+    ConsumerAction,
+    ConsumerGroupSettings,
+    ConsumerMembership,
+    ConsumerMemberState,
+    Continue,
+    ResolveTopics,
+    SendLeaveHeartbeat,
+    check_re2_pattern,
+    re2_pattern_of,
+)
+from aiokafka_lite.consume.groups.membership import (
+    AddPartitions,
+    CommitOffsets,
+    FindCoordinator,
+    FreezePartitions,
+    InvokeListener,
+    RemovePartitions,
+)
+from aiokafka_lite.core.errors import (
     CommitFailedError,
     ConfigError,
     FencedInstanceIdError,
@@ -24,27 +44,7 @@ from aiokafka_lite.errors import (
     UnsupportedAssignorError,
     UnsupportedVersionError,
 )
-from aiokafka_lite.fetch.config import ConsumerConfig
-from aiokafka_lite.groups.consumer_membership import (
-    ConsumerAction,
-    ConsumerGroupSettings,
-    ConsumerMembership,
-    ConsumerMemberState,
-    Continue,
-    ResolveTopics,
-    SendLeaveHeartbeat,
-    check_re2_pattern,
-    re2_pattern_of,
-)
-from aiokafka_lite.groups.membership import (
-    AddPartitions,
-    CommitOffsets,
-    FindCoordinator,
-    FreezePartitions,
-    InvokeListener,
-    RemovePartitions,
-)
-from aiokafka_lite.structs import TopicPartition as TP
+from aiokafka_lite.core.structs import TopicPartition as TP
 from aiokafka_lite.wire.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 
 TID = uuid.UUID(int=1)
@@ -429,7 +429,7 @@ def test_unsupported_version_names_the_classic_protocol() -> None:
 
 
 def test_a_regex_the_broker_cannot_take_is_fatal_with_the_reason() -> None:
-    from aiokafka_lite.errors import VersionError
+    from aiokafka_lite.core.errors import VersionError
 
     m = ConsumerMembership(settings(), now=0)
     m.update_subscription([], "t.*", True, 0)

@@ -30,14 +30,14 @@ from group_testlib import (
 from aiokafka_lite import Consumer
 from aiokafka_lite.admin import Admin
 from aiokafka_lite.broker.cluster import EmbeddedCluster
-from aiokafka_lite.errors import GroupIdNotFoundError, UnsupportedAssignorError
-from aiokafka_lite.fetch import Record
-from aiokafka_lite.groups import OrderedWorkers
-from aiokafka_lite.groups.consumer_coordinator import ConsumerGroupCoordinator
-from aiokafka_lite.groups.consumer_membership import ConsumerMemberState
+from aiokafka_lite.consume import Record
+from aiokafka_lite.consume.groups.consumer_coordinator import ConsumerGroupCoordinator
+from aiokafka_lite.consume.groups.consumer_membership import ConsumerMemberState
+from aiokafka_lite.core.errors import GroupIdNotFoundError, UnsupportedAssignorError
+from aiokafka_lite.core.structs import TopicPartition as TP
+from aiokafka_lite.processing import OrderedWorkers
+from aiokafka_lite.processing.transact import TransactSession
 from aiokafka_lite.produce.producer import Producer
-from aiokafka_lite.structs import TopicPartition as TP
-from aiokafka_lite.transact import TransactSession
 
 PARTITIONS = 8
 

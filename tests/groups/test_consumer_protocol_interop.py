@@ -14,9 +14,9 @@ import pytest
 from group_testlib import eventually
 
 from aiokafka_lite import Consumer
-from aiokafka_lite.groups.consumer_membership import ConsumerMemberState
+from aiokafka_lite.consume.groups.consumer_membership import ConsumerMemberState
+from aiokafka_lite.core.structs import TopicPartition as TP
 from aiokafka_lite.produce.producer import Producer
-from aiokafka_lite.structs import TopicPartition as TP
 
 pytestmark = pytest.mark.interop
 

@@ -12,10 +12,10 @@ import pytest
 from group_testlib import eventually
 
 from aiokafka_lite import Consumer, Producer
-from aiokafka_lite import errors as E
 from aiokafka_lite.broker.cluster import EmbeddedCluster
-from aiokafka_lite.groups import ConsumerRebalanceListener
-from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.consume.groups import ConsumerRebalanceListener
+from aiokafka_lite.core import errors as E
+from aiokafka_lite.core.structs import TopicPartition
 
 TOPIC = "orders"
 PARTITIONS = 4

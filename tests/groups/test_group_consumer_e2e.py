@@ -21,8 +21,8 @@ from group_testlib import (
 
 from aiokafka_lite import Consumer
 from aiokafka_lite.broker.cluster import EmbeddedCluster
-from aiokafka_lite.groups import MemberState
-from aiokafka_lite.structs import TopicPartition as TP
+from aiokafka_lite.consume.groups import MemberState
+from aiokafka_lite.core.structs import TopicPartition as TP
 
 PARTITIONS = 12
 ALL = {TP("t", p) for p in range(PARTITIONS)}
@@ -272,7 +272,7 @@ async def test_cooperative_rebalance_keeps_consuming_kept_partitions(cluster: Em
 async def test_ordered_workers_across_rebalances(cluster: EmbeddedCluster, strategy: str) -> None:
     """Two members process with OrderedWorkers while the second joins and leaves: per
     partition, offsets are handled in order, each exactly once (drain + commit on revoke)."""
-    from aiokafka_lite.groups.workers import OrderedWorkers
+    from aiokafka_lite.processing.ordered_workers import OrderedWorkers
 
     history: dict[int, list[int]] = defaultdict(list)
     active: set[int] = set()

@@ -10,15 +10,15 @@ from group_testlib import Member, balanced, crash_broker, eventually, group_clus
 
 from aiokafka_lite.admin import Admin
 from aiokafka_lite.broker.cluster import EmbeddedCluster
-from aiokafka_lite.errors import (
+from aiokafka_lite.consume.groups import ConsumerGroupMetadata, MemberState
+from aiokafka_lite.consume.subscription import OffsetAndMetadata
+from aiokafka_lite.core.errors import (
     CommitFailedError,
     GroupMaxSizeReachedError,
     IllegalStateError,
 )
-from aiokafka_lite.fetch.subscription import OffsetAndMetadata
-from aiokafka_lite.groups import ConsumerGroupMetadata, MemberState
+from aiokafka_lite.core.structs import TopicPartition as TP
 from aiokafka_lite.net import Client
-from aiokafka_lite.structs import TopicPartition as TP
 from aiokafka_lite.wire.messages import (
     HeartbeatRequest,
     JoinGroupRequest,
@@ -360,7 +360,7 @@ async def test_close_is_idempotent_and_poll_after_close_fails(cluster: EmbeddedC
     await eventually(lambda: balanced([a], ALL))
     await a.stop_polling()  # (its next poll would fail too, as asserted below)
     await asyncio.gather(a.gc.close(), a.gc.close())
-    from aiokafka_lite.errors import ClosedError
+    from aiokafka_lite.core.errors import ClosedError
 
     with pytest.raises(ClosedError):
         await a.gc.poll()
@@ -397,7 +397,7 @@ async def test_leader_rejoins_when_partitions_are_added(cluster: EmbeddedCluster
 
 
 async def test_duplicate_static_instance_fences_the_old_member(cluster: EmbeddedCluster) -> None:
-    from aiokafka_lite.errors import FencedInstanceIdError
+    from aiokafka_lite.core.errors import FencedInstanceIdError
 
     a = await Member(cluster, "a", group_id="static-fenced", group_instance_id="same", **STATIC).start(
         poll=False

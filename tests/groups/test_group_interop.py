@@ -12,9 +12,9 @@ import pytest
 from group_testlib import broker_config, eventually
 
 from aiokafka_lite import Consumer
-from aiokafka_lite.groups import MemberState
+from aiokafka_lite.consume.groups import MemberState
+from aiokafka_lite.core.structs import TopicPartition as TP
 from aiokafka_lite.produce.producer import Producer
-from aiokafka_lite.structs import TopicPartition as TP
 
 pytestmark = pytest.mark.interop
 

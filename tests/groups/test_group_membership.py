@@ -6,17 +6,7 @@ from collections.abc import Iterable, Sequence
 
 import pytest
 
-from aiokafka_lite.errors import (
-    CommitFailedError,
-    ConfigError,
-    FencedInstanceIdError,
-    GroupAuthorizationFailedError,
-    GroupMaxSizeReachedError,
-    InconsistentGroupProtocolError,
-    KafkaConnectionError,
-    NotCoordinatorError,
-)
-from aiokafka_lite.groups.membership import (
+from aiokafka_lite.consume.groups.membership import (
     Action,
     AddPartitions,
     CommitOffsets,
@@ -33,8 +23,18 @@ from aiokafka_lite.groups.membership import (
     SendSyncGroup,
     leave_group_request,
 )
-from aiokafka_lite.groups.protocol import decode_subscription, encode_assignment, encode_subscription
-from aiokafka_lite.structs import TopicPartition as TP
+from aiokafka_lite.consume.groups.protocol import decode_subscription, encode_assignment, encode_subscription
+from aiokafka_lite.core.errors import (
+    CommitFailedError,
+    ConfigError,
+    FencedInstanceIdError,
+    GroupAuthorizationFailedError,
+    GroupMaxSizeReachedError,
+    InconsistentGroupProtocolError,
+    KafkaConnectionError,
+    NotCoordinatorError,
+)
+from aiokafka_lite.core.structs import TopicPartition as TP
 from aiokafka_lite.wire.messages import JoinGroupResponse, SyncGroupResponse
 
 T = [TP("t", p) for p in range(6)]
@@ -58,7 +58,7 @@ def settings(**kw: object) -> GroupSettings:
 
 
 def eager(**kw: object) -> GroupSettings:
-    from aiokafka_lite.groups.assignors import get_assignor
+    from aiokafka_lite.consume.groups.assignors import get_assignor
 
     return settings(assignors=(get_assignor("range"),), **kw)
 
@@ -152,7 +152,7 @@ def test_settings_defaults_and_validation() -> None:
 
 
 def test_settings_from_consumer_config() -> None:
-    from aiokafka_lite.fetch.config import ConsumerConfig
+    from aiokafka_lite.consume.consumer_config import ConsumerConfig
 
     cfg = ConsumerConfig(group_id="grp", partition_assignment_strategy=["range", "cooperative-sticky"])
     s = GroupSettings.from_config(cfg)
@@ -521,7 +521,7 @@ def test_cooperative_revokes_unsubscribed_topics_before_joining() -> None:
 
 
 def test_eager_revokes_everything_before_joining_and_remembers_for_sticky() -> None:
-    from aiokafka_lite.groups.assignors import decode_sticky_user_data, get_assignor
+    from aiokafka_lite.consume.groups.assignors import decode_sticky_user_data, get_assignor
 
     m = Membership(settings(assignors=(get_assignor("sticky"),)))
     stable(m, T[:3])

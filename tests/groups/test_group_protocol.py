@@ -6,9 +6,8 @@ import struct
 
 import pytest
 
-from aiokafka_lite.errors import CorruptFrameError
-from aiokafka_lite.groups.assignors import get_assignor
-from aiokafka_lite.groups.protocol import (
+from aiokafka_lite.consume.groups.assignors import get_assignor
+from aiokafka_lite.consume.groups.protocol import (
     JoinedMember,
     decode_assignment,
     decode_subscription,
@@ -16,7 +15,8 @@ from aiokafka_lite.groups.protocol import (
     encode_subscription,
     run_assignor,
 )
-from aiokafka_lite.structs import TopicPartition as TP
+from aiokafka_lite.core.errors import CorruptFrameError
+from aiokafka_lite.core.structs import TopicPartition as TP
 
 
 def test_subscription_roundtrip_v3() -> None:

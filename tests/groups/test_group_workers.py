@@ -10,9 +10,9 @@ from typing import Any, NamedTuple
 import pytest
 from group_testlib import eventually
 
-from aiokafka_lite.errors import CommitFailedError, ConfigError
-from aiokafka_lite.groups.workers import OrderedWorkers, WorkerFailedError
-from aiokafka_lite.structs import TopicPartition as TP
+from aiokafka_lite.core.errors import CommitFailedError, ConfigError
+from aiokafka_lite.core.structs import TopicPartition as TP
+from aiokafka_lite.processing.ordered_workers import OrderedWorkers, WorkerFailedError
 
 
 class Rec(NamedTuple):

@@ -27,11 +27,11 @@ from group_testlib import eventually
 from aiokafka_lite import Consumer
 from aiokafka_lite.broker.cluster import EmbeddedCluster
 from aiokafka_lite.broker.state import BrokerConfig
-from aiokafka_lite.errors import KafkaError
+from aiokafka_lite.core.errors import KafkaError
+from aiokafka_lite.core.structs import TopicPartition as TP
 from aiokafka_lite.net import Client
 from aiokafka_lite.net.connection import BrokerConnection, _open_tcp
 from aiokafka_lite.produce.producer import Producer
-from aiokafka_lite.structs import TopicPartition as TP
 from aiokafka_lite.testing.proxy import BlackholeProxy
 
 PARTITIONS = 4

@@ -19,8 +19,8 @@ from test_consumer_membership import (
 from test_consumer_membership import kinds as consumer_kinds
 from test_group_membership import T, join_ok, kinds, settings, stable, start
 
-from aiokafka_lite.groups.consumer_membership import ConsumerMemberState, FindCoordinator
-from aiokafka_lite.groups.membership import FreezePartitions, Membership, MemberState, ThawPartitions
+from aiokafka_lite.consume.groups.consumer_membership import ConsumerMemberState, FindCoordinator
+from aiokafka_lite.consume.groups.membership import FreezePartitions, Membership, MemberState, ThawPartitions
 
 NONE = 0
 REBALANCE_IN_PROGRESS = 27

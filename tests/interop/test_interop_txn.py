@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from interop_testlib import apache_three_nodes, interop_cluster
 
-from aiokafka_lite import errors as E
+from aiokafka_lite.core import errors as E
 from aiokafka_lite.net import Client, CoordinatorType
 from aiokafka_lite.wire.messages import DescribeTransactionsRequest, DescribeTransactionsResponse
 

@@ -1,4 +1,4 @@
-"""aiokafka_lite.log_handler: the JSON format, KafkaHandler against a broker (embedded, or
+"""aiokafka_lite.integrations.log_handler: the JSON format, KafkaHandler against a broker (embedded, or
 Apache Kafka with ``--kafka=apache``) and against no broker at all."""
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import pytest
 
 import aiokafka_lite
 from aiokafka_lite import Consumer
-from aiokafka_lite.errors import ConfigError
-from aiokafka_lite.log_handler import JsonFormatter, KafkaHandler
+from aiokafka_lite.core.errors import ConfigError
+from aiokafka_lite.integrations.log_handler import JsonFormatter, KafkaHandler
 
 
 def test_no_module_of_the_package_shadows_the_standard_logging() -> None:
@@ -42,12 +42,12 @@ def test_the_old_module_path_is_the_same_module() -> None:
     import aiokafka_lite.logging
     from aiokafka_lite.logging import KafkaHandler as OldPathHandler
 
-    import aiokafka_lite.log_handler
+    import aiokafka_lite.integrations.log_handler
 
-    assert aiokafka_lite.logging is aiokafka_lite.log_handler
+    assert aiokafka_lite.logging is aiokafka_lite.integrations.log_handler
     assert OldPathHandler is KafkaHandler
-    assert aiokafka_lite.log_handler.__spec__ is not None
-    assert aiokafka_lite.log_handler.__spec__.name == "aiokafka_lite.log_handler"
+    assert aiokafka_lite.integrations.log_handler.__spec__ is not None
+    assert aiokafka_lite.integrations.log_handler.__spec__.name == "aiokafka_lite.integrations.log_handler"
 
 
 class ListHandler(logging.Handler):
@@ -303,7 +303,7 @@ async def test_a_full_buffer_is_announced_on_the_topic(
     docs = [json.loads(r.value) for r in await read_topic(kafka_cluster.bootstrap, topic, 12)]
     assert [d["message"] for d in docs[:1]] == ["first"]
     notice = docs[1]
-    assert notice["level"] == "WARNING" and notice["logger"] == "aiokafka_lite.log_handler"
+    assert notice["level"] == "WARNING" and notice["logger"] == "aiokafka_lite.integrations.log_handler"
     assert notice["extra"] == {"dropped": 40} and "40 log record(s) dropped" in notice["message"]
     assert [d["message"] for d in docs[2:]] == [f"burst {i}" for i in range(10)]
 
@@ -362,7 +362,7 @@ async def test_dict_config_replacing_the_handler_does_not_wait_for_its_thread(ka
                 "version": 1,
                 "disable_existing_loggers": False,
                 "handlers": {{"kafka": {{
-                    "class": "aiokafka_lite.log_handler.KafkaHandler",
+                    "class": "aiokafka_lite.integrations.log_handler.KafkaHandler",
                     "bootstrap_servers": {kafka_cluster.bootstrap!r},
                     "topic": {topic!r},
                     "flush_timeout_ms": 3_600_000,
@@ -467,7 +467,7 @@ async def test_a_stopped_broker_never_blocks_and_delivery_resumes(
     messages = [d["message"] for d in docs]
     assert messages[0] == "before" and messages[-1] == "after"
     # Each batch taken after drops starts with a notice of how many.
-    notices = [d for d in docs if d["logger"] == "aiokafka_lite.log_handler"]
+    notices = [d for d in docs if d["logger"] == "aiokafka_lite.integrations.log_handler"]
     assert notices and sum(d["extra"]["dropped"] for d in notices) == dropped
     assert sent - len(notices) + dropped == 2002
     kept = [int(m.rsplit(" ", 1)[1]) for m in messages if m.startswith("while stopped")]

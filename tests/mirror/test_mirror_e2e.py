@@ -21,9 +21,9 @@ from mirror_testlib import (
 )
 
 from aiokafka_lite import Admin, TopicPartition
-from aiokafka_lite import errors as E
 from aiokafka_lite.admin import ConfigResource, ConfigResourceType
-from aiokafka_lite.mirror import Mirror, target_partition
+from aiokafka_lite.core import errors as E
+from aiokafka_lite.integrations.mirror import Mirror, target_partition
 from aiokafka_lite.wire.messages import EndTxnRequest, TxnOffsetCommitRequest
 
 

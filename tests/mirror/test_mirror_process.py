@@ -24,7 +24,7 @@ from mirror_testlib import (
 )
 
 from aiokafka_lite import TopicPartition
-from aiokafka_lite.mirror import Mirror
+from aiokafka_lite.integrations.mirror import Mirror
 
 
 def fast_args(cluster: Any) -> list[str]:

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from aiokafka_lite import errors as E
 from aiokafka_lite.admin import (
     ConfigDescription,
     ConfigEntry,
@@ -20,7 +19,9 @@ from aiokafka_lite.admin import (
 )
 from aiokafka_lite.admin.types import CreateTopicResult, PartitionDescription, Results, TopicDescription
 from aiokafka_lite.cli.app import run as cli_run
-from aiokafka_lite.mirror import (
+from aiokafka_lite.core import errors as E
+from aiokafka_lite.core.structs import TopicPartition
+from aiokafka_lite.integrations.mirror import (
     Mirror,
     MirrorConfigError,
     MirrorStats,
@@ -31,9 +32,8 @@ from aiokafka_lite.mirror import (
     TopicRenamer,
     target_partition,
 )
-from aiokafka_lite.mirror.topics import copied_configs, ensure_target_topic
+from aiokafka_lite.integrations.mirror.topics import copied_configs, ensure_target_topic
 from aiokafka_lite.produce.partitioner import key_partition
-from aiokafka_lite.structs import TopicPartition
 
 # -- topic selection -------------------------------------------------------------------
 
@@ -184,7 +184,7 @@ async def test_configs_the_target_refuses_are_dropped_with_a_warning(
 ) -> None:
     source = _FakeAdmin({"t": 3}, configs={"retention.ms": "5", "future.config": "x"})
     target = _FakeAdmin({}, refuses={"future.config"})
-    with caplog.at_level(logging.WARNING, "aiokafka_lite.mirror"):
+    with caplog.at_level(logging.WARNING, "aiokafka_lite.integrations.mirror"):
         made = await ensure_target_topic(source, target, "t", "t.m", 3)  # type: ignore[arg-type]
     assert made.created and made.partitions == 3
     assert target.created == {"t.m": {"retention.ms": "5"}}
@@ -195,7 +195,7 @@ async def test_configs_the_target_refuses_are_dropped_with_a_warning(
 async def test_an_existing_target_topic_is_used_as_it_is(caplog: pytest.LogCaptureFixture) -> None:
     source = _FakeAdmin({"t": 3}, configs={"retention.ms": "5"})
     target = _FakeAdmin({"t": 2})
-    with caplog.at_level(logging.WARNING, "aiokafka_lite.mirror"):
+    with caplog.at_level(logging.WARNING, "aiokafka_lite.integrations.mirror"):
         made = await ensure_target_topic(source, target, "t", "t", 3)  # type: ignore[arg-type]
     assert not made.created and made.partitions == 2 and target.created == {}
     assert "exists with 2 partitions" in caplog.text

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from aiokafka_lite import Producer
-from aiokafka_lite.errors import KafkaError
+from aiokafka_lite.core.errors import KafkaError
 from aiokafka_lite.testing.proxy import BlackholeProxy, ProxiedKafka
 
 

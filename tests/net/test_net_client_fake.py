@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from netfakes import FakeBroker, FakeCluster, _find_coordinator, eventually
 
-from aiokafka_lite import errors as E
+from aiokafka_lite.core import errors as E
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.net import Client, ClientConfig, CoordinatorType, parse_bootstrap
-from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.framing import RequestFrame
 from aiokafka_lite.wire.message import Response
 from aiokafka_lite.wire.messages import (

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from netfakes import FakeBroker, FakeCluster
 
-from aiokafka_lite import errors as E
-from aiokafka_lite.net.config import ClientConfig
+from aiokafka_lite.core import errors as E
+from aiokafka_lite.net.client_config import ClientConfig
 from aiokafka_lite.net.connection import BrokerConnection, negotiate_version
 from aiokafka_lite.wire.framing import RequestFrame
 from aiokafka_lite.wire.message import Response

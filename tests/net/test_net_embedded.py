@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from aiokafka_lite import errors as E
 from aiokafka_lite.broker import EmbeddedCluster
+from aiokafka_lite.core import errors as E
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.net import Client, create_ssl_context
 from aiokafka_lite.net.metadata import ClusterMetadata
-from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.messages import DescribeGroupsRequest, ListOffsetsRequest, ListOffsetsResponse
 
 FAST = {

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from aiokafka_lite import errors as E
 from aiokafka_lite.broker import EmbeddedCluster
+from aiokafka_lite.core import errors as E
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.net import Client, Lane
-from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.messages import (
     DescribeGroupsRequest,
     FetchRequest,
@@ -211,7 +211,7 @@ async def test_unknown_lane_is_a_config_error(kafka_cluster: EmbeddedCluster) ->
 async def test_group_consumer_heartbeats_while_its_fetch_is_parked(kafka_cluster: EmbeddedCluster) -> None:
     """The consumer's group coordinator rides the shared client's coordinator lane: heartbeats
     are answered while the fetcher's long poll to the same broker is still parked."""
-    from aiokafka_lite.fetch import Consumer
+    from aiokafka_lite.consume import Consumer
 
     kafka_cluster.create_topic("idle", 1)
     events: list[tuple[str, int]] = []

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import uuid
 
-from aiokafka_lite import errors as E
+from aiokafka_lite.core import errors as E
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.net.metadata import ClusterMetadata, apply_metadata, fatal_topic_error, topic_error
-from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.messages import MetadataResponse
 
 TID = uuid.UUID(int=1)

@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from aiokafka_lite.errors import CorruptFrameError, SecurityProtocolMismatchError
+from aiokafka_lite.core.errors import CorruptFrameError, SecurityProtocolMismatchError
 from aiokafka_lite.net.protocol import ConnectionProtocol, FrameAssembler, tls_record_type
 from aiokafka_lite.wire.framing import FrameTooLargeError, decode_request, encode_response
 from aiokafka_lite.wire.messages import (

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from aiokafka_lite import Consumer, Producer
-from aiokafka_lite import errors as E
+from aiokafka_lite.core import errors as E
 from aiokafka_lite.net import Client, create_ssl_context
 
 FAST = {"reconnect_backoff_ms": 5, "retry_backoff_ms": 5, "request_timeout_ms": 10000}

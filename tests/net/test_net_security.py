@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from netfakes import FakeCluster, FakeSasl, eventually
 
-from aiokafka_lite import errors as E
+from aiokafka_lite.core import errors as E
 from aiokafka_lite.net import Client, ClientConfig, create_ssl_context
 from aiokafka_lite.wire.messages import FindCoordinatorRequest
 

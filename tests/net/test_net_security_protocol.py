@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from aiokafka_lite import errors as E
 from aiokafka_lite.broker import EmbeddedCluster
+from aiokafka_lite.core import errors as E
 from aiokafka_lite.net import Client, create_ssl_context
 from aiokafka_lite.net.connection import describe_error
 

@@ -1,4 +1,4 @@
-"""The shared option-declaration helper (aiokafka_lite.config)."""
+"""The shared option-declaration helper (aiokafka_lite.core.options)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from aiokafka_lite.config import Options, at_least, one_of, option
-from aiokafka_lite.errors import ConfigError
+from aiokafka_lite.core.errors import ConfigError
+from aiokafka_lite.core.options import Options, at_least, one_of, option
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -26,8 +26,8 @@ import pytest
 
 from aiokafka_lite import Consumer, Producer
 from aiokafka_lite.admin import Admin, NewTopic
-from aiokafka_lite.errors import CommitFailedError, KafkaError, KafkaTimeoutError
-from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.core.errors import CommitFailedError, KafkaError, KafkaTimeoutError
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.testing.proxy import ProxiedKafka
 
 TIMEOUT_MS = 3000

@@ -17,7 +17,7 @@ from aiokafka_lite.broker.sasl import (
     ServerScram,
     scram_credential,
 )
-from aiokafka_lite.errors import AuthenticationError, ConfigError, IllegalStateError
+from aiokafka_lite.core.errors import AuthenticationError, ConfigError, IllegalStateError
 from aiokafka_lite.net.sasl import (
     OAuthBearerMechanism,
     PlainMechanism,

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from otel_testlib import Spans
 
-from aiokafka_lite import otel
+from aiokafka_lite.integrations import otel
 
 
 @pytest.fixture

@@ -17,10 +17,14 @@ from opentelemetry.sdk.metrics.export import (
 
 from aiokafka_lite import Consumer, Producer, observability
 from aiokafka_lite.broker.cluster import EmbeddedCluster
-from aiokafka_lite.groups import OrderedWorkers
-from aiokafka_lite.otel.metrics import instrument_metrics, is_metrics_instrumented, uninstrument_metrics
-from aiokafka_lite.prometheus import render_prometheus
-from aiokafka_lite.transact import TransactSession
+from aiokafka_lite.integrations.otel.metrics import (
+    instrument_metrics,
+    is_metrics_instrumented,
+    uninstrument_metrics,
+)
+from aiokafka_lite.integrations.prometheus import render_prometheus
+from aiokafka_lite.processing import OrderedWorkers
+from aiokafka_lite.processing.transact import TransactSession
 
 
 class Reading:

@@ -9,8 +9,13 @@ from dataclasses import dataclass, field
 
 from aiokafka_lite import Admin, Consumer, Producer
 from aiokafka_lite.broker.cluster import EmbeddedCluster
-from aiokafka_lite.observability import HistogramValue, MetricFamily, MetricSpec, Point
-from aiokafka_lite.prometheus import CONTENT_TYPE, prometheus_name, render_families, render_prometheus
+from aiokafka_lite.core.client_metrics import HistogramValue, MetricFamily, MetricSpec, Point
+from aiokafka_lite.integrations.prometheus import (
+    CONTENT_TYPE,
+    prometheus_name,
+    render_families,
+    render_prometheus,
+)
 
 _NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
 _LABEL = r"[a-zA-Z_][a-zA-Z0-9_]*"

@@ -1,6 +1,6 @@
 """The FastAPI example, traced: one trace spans the HTTP request, its Kafka send and the
 consumer loop that handles the record (FastAPI's own OpenTelemetry instrumentation for
-the server span, aiokafka_lite.otel for the Kafka spans)."""
+the server span, aiokafka_lite.integrations.otel for the Kafka spans)."""
 
 from __future__ import annotations
 

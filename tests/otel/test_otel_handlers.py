@@ -13,12 +13,13 @@ from otel_testlib import Spans, unique
 from aiokafka_lite import Admin, Consumer, Producer
 from aiokafka_lite.admin import ConfigResource
 from aiokafka_lite.broker.cluster import EmbeddedCluster
-from aiokafka_lite.fetch import Record
-from aiokafka_lite.groups.workers import OrderedWorkers
-from aiokafka_lite.share import ShareConsumer, ShareRecord, ShareWorkers
-from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.consume import Record
+from aiokafka_lite.consume.share import ShareConsumer, ShareRecord
+from aiokafka_lite.core.structs import TopicPartition
+from aiokafka_lite.processing import ShareWorkers
+from aiokafka_lite.processing.ordered_workers import OrderedWorkers
+from aiokafka_lite.processing.transact import TransactSession
 from aiokafka_lite.testing.apache import ApacheCluster
-from aiokafka_lite.transact import TransactSession
 
 
 @pytest.fixture(params=["embedded", "apache"])

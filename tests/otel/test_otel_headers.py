@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from aiokafka_lite import otel
+from aiokafka_lite.integrations import otel
 
 TRACE = 0x0AF7651916CD43DD8448EB211C80319C
 

@@ -15,9 +15,9 @@ from opentelemetry.trace import SpanKind, StatusCode
 from otel_testlib import Spans, unique
 
 from aiokafka_lite import Consumer, Producer, otel
-from aiokafka_lite import errors as E
 from aiokafka_lite.broker.cluster import EmbeddedCluster
-from aiokafka_lite.fetch import Record
+from aiokafka_lite.consume import Record
+from aiokafka_lite.core import errors as E
 
 
 def traceparent(record: Record) -> tuple[int, int]:

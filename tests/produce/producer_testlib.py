@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.net import Client
-from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.messages import FetchRequest, FetchResponse
 from aiokafka_lite.wire.records import Record, decode_batches
 

@@ -6,11 +6,11 @@ import asyncio
 
 import pytest
 
-from aiokafka_lite.errors import KafkaTimeoutError, ProducerClosedError
+from aiokafka_lite.core.errors import KafkaTimeoutError, ProducerClosedError
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.produce.accumulator import BATCH_OVERHEAD, BufferPool, RecordAccumulator
 from aiokafka_lite.produce.batch import ProducerBatch, RecordFuture
 from aiokafka_lite.produce.sequencing import IdempotenceManager
-from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.records import Compression, decode_batches
 
 TP0 = TopicPartition("t", 0)
@@ -325,7 +325,7 @@ def test_batch_limit_grows_with_good_compression_ratio() -> None:
 
 
 def test_sender_reports_brokers_stuck_past_availability_timeout() -> None:
-    from aiokafka_lite.produce.config import ProducerConfig
+    from aiokafka_lite.produce.producer_config import ProducerConfig
     from aiokafka_lite.produce.sender import Sender
 
     acc = make_acc(linger_ms=0)

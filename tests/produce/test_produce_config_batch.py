@@ -6,11 +6,11 @@ import asyncio
 
 import pytest
 
-from aiokafka_lite.errors import ConfigError, NotEnoughReplicasError
+from aiokafka_lite.core.errors import ConfigError, NotEnoughReplicasError
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.net import Client
 from aiokafka_lite.produce import BatchResult, Producer, ProducerConfig, RecordFuture, RecordMetadata
 from aiokafka_lite.produce.batch import ProducerBatch
-from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.compression import Compression
 from aiokafka_lite.wire.records import BatchBuilder
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.produce.batch import ProducerBatch
 from aiokafka_lite.produce.sequencing import (
     NO_PRODUCER,
@@ -11,7 +12,6 @@ from aiokafka_lite.produce.sequencing import (
     ProducerIdAndEpoch,
     increment_sequence,
 )
-from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.records import BatchBuilder, decode_batches
 
 TP = TopicPartition("t", 0)

@@ -9,8 +9,8 @@ import tracemalloc
 
 import pytest
 
-from aiokafka_lite import errors as E
 from aiokafka_lite.broker.cluster import EmbeddedCluster
+from aiokafka_lite.core import errors as E
 from aiokafka_lite.produce import Producer
 from aiokafka_lite.wire.messages import ProduceRequest
 

@@ -8,11 +8,11 @@ import json
 import pytest
 from producer_testlib import read_partition, read_topic
 
-from aiokafka_lite import errors as E
 from aiokafka_lite.broker.cluster import EmbeddedCluster
+from aiokafka_lite.core import errors as E
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.net import Client
 from aiokafka_lite.produce import Producer, RecordMetadata, key_partition
-from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.messages import MetadataRequest, MetadataResponse, ProduceRequest
 
 

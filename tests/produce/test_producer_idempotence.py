@@ -8,8 +8,8 @@ import asyncio
 import pytest
 from producer_testlib import read_partition
 
-from aiokafka_lite import errors as E
 from aiokafka_lite.broker.cluster import EmbeddedCluster
+from aiokafka_lite.core import errors as E
 from aiokafka_lite.net import Client
 from aiokafka_lite.produce import Producer
 from aiokafka_lite.wire.messages import InitProducerIdRequest, ProduceRequest

@@ -13,8 +13,8 @@ from collections.abc import Awaitable, Callable
 import pytest
 from producer_testlib import read_topic
 
-from aiokafka_lite import errors as E
 from aiokafka_lite.broker.cluster import EmbeddedCluster
+from aiokafka_lite.core import errors as E
 from aiokafka_lite.produce import Producer, key_partition
 from aiokafka_lite.wire.messages import ProduceRequest
 

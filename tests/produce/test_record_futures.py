@@ -9,8 +9,9 @@ import contextvars
 import pytest
 from producer_testlib import read_topic
 
-from aiokafka_lite import errors as E
 from aiokafka_lite.broker.cluster import EmbeddedCluster
+from aiokafka_lite.core import errors as E
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.produce import (
     DeliveryFailedError,
     Producer,
@@ -18,7 +19,6 @@ from aiokafka_lite.produce import (
     RecordMetadata,
 )
 from aiokafka_lite.produce.batch import ProducerBatch, SendWakeup
-from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.messages import ProduceRequest
 from aiokafka_lite.wire.records import BatchBuilder
 

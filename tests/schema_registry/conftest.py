@@ -4,7 +4,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from aiokafka_lite.schema_registry import EmbeddedSchemaRegistry, SchemaRegistryClient
+from aiokafka_lite.integrations.schema_registry import EmbeddedSchemaRegistry, SchemaRegistryClient
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from google.protobuf import descriptor_pb2
 
-from aiokafka_lite.schema_registry import IncompatibleSchemaError, Schema, SchemaRegistryClient
+from aiokafka_lite.integrations.schema_registry import IncompatibleSchemaError, Schema, SchemaRegistryClient
 
 F = descriptor_pb2.FieldDescriptorProto
 

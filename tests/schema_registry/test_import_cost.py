@@ -15,17 +15,25 @@ def _loaded_after(code: str) -> set[str]:
     return set(out.stdout.split())
 
 
-HEAVY = ("httpx", "fastavro", "google.protobuf", "jsonschema", "aiokafka_lite.schema_registry.client")
+HEAVY = (
+    "httpx",
+    "fastavro",
+    "google.protobuf",
+    "jsonschema",
+    "aiokafka_lite.integrations.schema_registry.client",
+)
 
 
 def test_core_package_does_not_import_the_registry() -> None:
     assert not {
-        m for m in _loaded_after("import aiokafka_lite") if m.startswith("aiokafka_lite.schema_registry")
+        m
+        for m in _loaded_after("import aiokafka_lite")
+        if m.startswith("aiokafka_lite.integrations.schema_registry")
     }
 
 
 def test_registry_package_import_is_lazy() -> None:
-    loaded = _loaded_after("import aiokafka_lite.schema_registry")
+    loaded = _loaded_after("import aiokafka_lite.integrations.schema_registry")
     assert not {m for m in loaded if m.startswith(HEAVY)}
-    loaded = _loaded_after("from aiokafka_lite.schema_registry import SchemaRegistryClient")
+    loaded = _loaded_after("from aiokafka_lite.integrations.schema_registry import SchemaRegistryClient")
     assert "httpx" in loaded and "fastavro" not in loaded and "google.protobuf" not in loaded

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from aiokafka_lite import Consumer, Producer
-from aiokafka_lite.schema_registry import (
+from aiokafka_lite.integrations.schema_registry import (
     AvroDeserializer,
     AvroSerializer,
     EmbeddedSchemaRegistry,
@@ -22,9 +22,8 @@ from aiokafka_lite.schema_registry import (
     ProtobufSerializer,
     SchemaRegistryClient,
 )
-
-from .protos import Order, sample_order
-from .test_referee_confluent import USER_AVRO, USER_JSON, avro_user, json_user
+from schema_registry.protos import Order, sample_order
+from schema_registry.test_referee_confluent import USER_AVRO, USER_JSON, avro_user, json_user
 
 pytest.importorskip("confluent_kafka.schema_registry")
 from confluent_kafka import Consumer as TheirConsumer

@@ -9,7 +9,7 @@ import asyncio
 import pytest
 from google.protobuf import descriptor_pool
 
-from aiokafka_lite.schema_registry import (
+from aiokafka_lite.integrations.schema_registry import (
     EmbeddedSchemaRegistry,
     IncompatibleSchemaError,
     InvalidSchemaError,
@@ -17,11 +17,10 @@ from aiokafka_lite.schema_registry import (
     SchemaReference,
     SchemaRegistryClient,
 )
-from aiokafka_lite.schema_registry.proto_text import parse_proto
-from aiokafka_lite.schema_registry.protobuf import encode_message_indexes
-from aiokafka_lite.schema_registry.serde import frame
-
-from .protos import Order, common_file, order_file, sample_order
+from aiokafka_lite.integrations.schema_registry.proto_text import parse_proto
+from aiokafka_lite.integrations.schema_registry.protobuf import encode_message_indexes
+from aiokafka_lite.integrations.schema_registry.serde import frame
+from schema_registry.protos import Order, common_file, order_file, sample_order
 
 COMMON = """
 syntax = "proto3";

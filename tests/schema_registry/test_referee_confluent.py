@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from aiokafka_lite.schema_registry import (
+from aiokafka_lite.integrations.schema_registry import (
     AvroDeserializer,
     AvroSerializer,
     EmbeddedSchemaRegistry,
@@ -26,8 +26,7 @@ from aiokafka_lite.schema_registry import (
     SerializationContext,
     SerializationError,
 )
-
-from .protos import Order, sample_order
+from schema_registry.protos import Order, sample_order
 
 ck = pytest.importorskip("confluent_kafka.schema_registry")
 from confluent_kafka.schema_registry import SchemaRegistryClient as TheirClient  # noqa: E402
@@ -247,7 +246,7 @@ async def test_avro_schema_references_both_ways(threaded_registry: EmbeddedSchem
     from confluent_kafka.schema_registry import Schema as TheirSchema
     from confluent_kafka.schema_registry import SchemaReference as TheirReference
 
-    from aiokafka_lite.schema_registry import SchemaReference
+    from aiokafka_lite.integrations.schema_registry import SchemaReference
 
     address = json.dumps(
         {
@@ -332,7 +331,7 @@ async def test_schema_id_in_header_both_ways(
     make: Any,
 ) -> None:
     """Confluent's header format: the schema GUID in ``__value_schema_id``, the payload unprefixed."""
-    from aiokafka_lite.schema_registry.serde import VALUE_SCHEMA_ID_HEADER
+    from aiokafka_lite.integrations.schema_registry.serde import VALUE_SCHEMA_ID_HEADER
 
     topic = "headers"
     their_client = TheirClient({"url": threaded_registry.url})
@@ -374,7 +373,7 @@ async def test_json_schema_references_both_ways(threaded_registry: EmbeddedSchem
     from confluent_kafka.schema_registry import Schema as TheirSchema
     from confluent_kafka.schema_registry import SchemaReference as TheirReference
 
-    from aiokafka_lite.schema_registry import SchemaReference
+    from aiokafka_lite.integrations.schema_registry import SchemaReference
 
     address = json.dumps(
         {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",

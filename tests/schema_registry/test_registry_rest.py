@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from aiokafka_lite.schema_registry import (
+from aiokafka_lite.integrations.schema_registry import (
     EmbeddedSchemaRegistry,
     IncompatibleSchemaError,
     InvalidCompatibilityLevelError,
@@ -28,7 +28,7 @@ from aiokafka_lite.schema_registry import (
     SubjectSoftDeletedError,
     VersionNotFoundError,
 )
-from aiokafka_lite.schema_registry._http import HttpServer, Request, Response
+from aiokafka_lite.integrations.schema_registry._http import HttpServer, Request, Response
 
 USER_V1 = Schema(
     json.dumps({"type": "record", "name": "User", "fields": [{"name": "name", "type": "string"}]})

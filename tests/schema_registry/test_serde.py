@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from aiokafka_lite.schema_registry import (
+from aiokafka_lite.integrations.schema_registry import (
     AvroDeserializer,
     AvroSerializer,
     JSONDeserializer,
@@ -27,13 +27,12 @@ from aiokafka_lite.schema_registry import (
     record_subject_name_strategy,
     topic_record_subject_name_strategy,
 )
-from aiokafka_lite.schema_registry.protobuf import (
+from aiokafka_lite.integrations.schema_registry.protobuf import (
     decode_message_indexes,
     encode_message_indexes,
     message_indexes,
 )
-
-from .protos import Customer, Order, OrderLine, sample_order
+from schema_registry.protos import Customer, Order, OrderLine, sample_order
 
 POINT = json.dumps(
     {

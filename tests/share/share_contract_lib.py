@@ -19,7 +19,7 @@ import sniffio
 
 from aiokafka_lite import Admin, NewTopic, Producer
 from aiokafka_lite.admin.types import ConfigResource
-from aiokafka_lite.share import ShareConsumer, ShareRecord
+from aiokafka_lite.consume.share import ShareConsumer, ShareRecord
 
 FAST: dict[str, Any] = {"retry_backoff_ms": 5, "retry_backoff_max_ms": 50, "reconnect_backoff_ms": 5}
 #: Generous: joining a share group takes 5-16 s on Apache Kafka 4.4.

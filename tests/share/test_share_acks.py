@@ -6,16 +6,20 @@ import uuid
 
 import pytest
 
-from aiokafka_lite.errors import IllegalStateError, InvalidRecordStateError, InvalidShareSessionEpochError
-from aiokafka_lite.share.acks import (
+from aiokafka_lite.consume.share.acks import (
     AckBatch,
     AckTracker,
     AcquisitionLockTimeoutError,
     acknowledgement_batches,
 )
-from aiokafka_lite.share.record import AcknowledgeType as A
-from aiokafka_lite.share.session import FetchParams, ShareSession, next_epoch
-from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.consume.share.record import AcknowledgeType as A
+from aiokafka_lite.consume.share.session import FetchParams, ShareSession, next_epoch
+from aiokafka_lite.core.errors import (
+    IllegalStateError,
+    InvalidRecordStateError,
+    InvalidShareSessionEpochError,
+)
+from aiokafka_lite.core.structs import TopicPartition
 
 TP = TopicPartition("t", 0)
 TID = uuid.UUID(int=7)

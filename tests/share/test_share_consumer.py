@@ -25,8 +25,9 @@ from aiokafka_lite import Consumer, Producer
 from aiokafka_lite.admin import Admin
 from aiokafka_lite.admin.types import ConfigResource
 from aiokafka_lite.broker import EmbeddedCluster
-from aiokafka_lite.errors import IllegalStateError
-from aiokafka_lite.share import AcknowledgeType, ShareConsumer, ShareRecord, ShareWorkers
+from aiokafka_lite.consume.share import AcknowledgeType, ShareConsumer, ShareRecord
+from aiokafka_lite.core.errors import IllegalStateError
+from aiokafka_lite.processing import ShareWorkers
 from aiokafka_lite.testing.apache import ApacheCluster
 
 Broker = EmbeddedCluster | ApacheCluster
@@ -163,7 +164,7 @@ async def test_delivery_limit_archives_a_poison_record(share_broker: Broker) -> 
 _KILLED_MEMBER = textwrap.dedent(
     """
     import asyncio, json, sys
-    from aiokafka_lite.share import ShareConsumer
+    from aiokafka_lite.consume.share import ShareConsumer
 
     async def main():
         consumer = ShareConsumer(sys.argv[1], group_id=sys.argv[2], topics=[sys.argv[3]],

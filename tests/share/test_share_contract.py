@@ -39,9 +39,10 @@ from share_contract_lib import (
 
 from aiokafka_lite import Admin, Client
 from aiokafka_lite.admin.types import ConfigResource
-from aiokafka_lite.errors import ConfigError
-from aiokafka_lite.handler_failures import FailureThresholdError
-from aiokafka_lite.share import ShareConsumer, ShareRecord, ShareWorkers
+from aiokafka_lite.consume.share import ShareConsumer, ShareRecord
+from aiokafka_lite.core.errors import ConfigError
+from aiokafka_lite.processing import ShareWorkers
+from aiokafka_lite.processing.failures import FailureThresholdError
 
 BACKENDS = ["asyncio", "trio"]
 

@@ -17,8 +17,8 @@ import anyio.lowlevel
 import pytest
 from share_contract_lib import DEADLINE_S, FAST, names, prepare, produce
 
-from aiokafka_lite.fetch import fairness
-from aiokafka_lite.share import ShareConsumer
+from aiokafka_lite.consume import fairness
+from aiokafka_lite.consume.share import ShareConsumer
 
 RECORDS = 4000
 

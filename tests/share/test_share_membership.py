@@ -6,12 +6,12 @@ import uuid
 
 import pytest
 
-from aiokafka_lite.errors import (
+from aiokafka_lite.consume.share.membership import ShareMembership, ShareMemberState
+from aiokafka_lite.core.errors import (
     GroupAuthorizationFailedError,
     KafkaConnectionError,
     TopicAuthorizationFailedError,
 )
-from aiokafka_lite.share.membership import ShareMembership, ShareMemberState
 from aiokafka_lite.wire.messages import ShareGroupHeartbeatResponse as R
 
 T1 = uuid.UUID(int=1)

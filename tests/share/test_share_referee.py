@@ -27,7 +27,7 @@ from aiokafka_lite import Producer
 from aiokafka_lite.admin import Admin
 from aiokafka_lite.admin.types import ConfigResource
 from aiokafka_lite.broker import EmbeddedCluster
-from aiokafka_lite.share import ShareConsumer, ShareRecord
+from aiokafka_lite.consume.share import ShareConsumer, ShareRecord
 from aiokafka_lite.testing.apache import ApacheCluster, kafka_classpath
 
 Broker = EmbeddedCluster | ApacheCluster

@@ -14,9 +14,9 @@ from aiokafka_lite import Producer
 from aiokafka_lite.admin import Admin
 from aiokafka_lite.admin.types import ConfigResource
 from aiokafka_lite.broker import EmbeddedCluster
-from aiokafka_lite.errors import IllegalStateError
-from aiokafka_lite.share import AcknowledgeType, ShareConsumer, ShareRecord
-from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.consume.share import AcknowledgeType, ShareConsumer, ShareRecord
+from aiokafka_lite.core.errors import IllegalStateError
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.testing.apache import ApacheCluster
 
 Broker = EmbeddedCluster | ApacheCluster

@@ -14,8 +14,8 @@ from pathlib import Path
 from aiokafka_lite import NewTopic, Producer
 from aiokafka_lite.admin import Admin
 from aiokafka_lite.admin.types import ConfigResource
-from aiokafka_lite.share import AcknowledgeType, ShareConsumer, ShareRecord
-from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.consume.share import AcknowledgeType, ShareConsumer, ShareRecord
+from aiokafka_lite.core.structs import TopicPartition
 
 
 def start_broker(data_dir: Path) -> tuple[subprocess.Popen[str], str]:

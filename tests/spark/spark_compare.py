@@ -11,7 +11,7 @@ from typing import Any
 
 from spark_testlib import create_topic, produce, read_all, unique
 
-from aiokafka_lite.structs import TopicPartition as TP
+from aiokafka_lite.core.structs import TopicPartition as TP
 
 # Record timestamps: the start of the previous hour. Not a fixed date: a broker's time-based
 # retention (7 days by default) deletes records whose timestamps are older, and Apache

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from aiokafka_lite.errors import error_for
-from aiokafka_lite.fetch import Consumer, Record
+from aiokafka_lite.consume import Consumer, Record
+from aiokafka_lite.core.errors import error_for
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.net import Client
 from aiokafka_lite.produce import Producer
-from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.messages.create_topics_request import CreateTopicsRequest
 from aiokafka_lite.wire.messages.create_topics_response import CreateTopicsResponse
 from aiokafka_lite.wire.messages.delete_records_request import DeleteRecordsRequest
@@ -126,7 +126,7 @@ def read_all(bootstrap: str, tps: Sequence[TopicPartition], expect: int) -> list
 
 
 def _connector_jars() -> str:
-    from aiokafka_lite.spark.connector import connector_jars
+    from aiokafka_lite.integrations.spark.connector import connector_jars
 
     return ",".join(str(j) for j in connector_jars())
 
@@ -159,7 +159,7 @@ def session_for(master: str, conf: dict[str, str] | None = None, py_files: Seque
     """
     from pyspark.sql import SparkSession
 
-    from aiokafka_lite.spark import register
+    from aiokafka_lite.integrations.spark import register
 
     global _current
     key = (master, sorted((conf or {}).items()), list(py_files))

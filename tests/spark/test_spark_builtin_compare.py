@@ -1,7 +1,7 @@
 """The ``aiokafka_lite`` data source against Spark's built-in Kafka connector, in local mode:
 the same schema, the same option names and values giving the same rows from the same
 offsets (batch and streaming), the same records written. The connector comes from Maven
-Central (:mod:`aiokafka_lite.spark.connector`); the differences that remain are listed in
+Central (:mod:`aiokafka_lite.integrations.spark.connector`); the differences that remain are listed in
 docs/guide/spark.md."""
 
 from __future__ import annotations

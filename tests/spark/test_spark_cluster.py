@@ -22,7 +22,7 @@ import pytest
 from spark_compare import BUILTIN, OURS, batch_rows_both, fill_topic, stream_restart_both, write_both
 from spark_testlib import _check_installed, python_without_aiokafka_lite, session_for
 
-from aiokafka_lite.spark.standalone import StandaloneCluster, package_zip
+from aiokafka_lite.integrations.spark.standalone import StandaloneCluster, package_zip
 
 pytestmark = pytest.mark.spark
 

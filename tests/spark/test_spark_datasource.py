@@ -23,7 +23,7 @@ import pytest
 from spark_testlib import create_topic, produce, read_all, spark, unique, values
 
 from aiokafka_lite.admin import Admin
-from aiokafka_lite.structs import TopicPartition as TP
+from aiokafka_lite.core.structs import TopicPartition as TP
 
 pytestmark = pytest.mark.spark
 
@@ -314,8 +314,8 @@ def check_example_result(example: Any, result: dict[str, Any], out: str) -> None
 
 
 def test_arrow_and_tuple_conversions_agree() -> None:
-    from aiokafka_lite.fetch import Record
-    from aiokafka_lite.spark import datasource as ds
+    from aiokafka_lite.consume import Record
+    from aiokafka_lite.integrations.spark import datasource as ds
     from aiokafka_lite.wire.records import TimestampType
 
     recs = [
@@ -364,7 +364,7 @@ def test_sink_arrow_and_row_paths_agree() -> None:
     from pyspark.sql import Row
     from pyspark.sql.types import ArrayType, IntegerType, StringType, StructField, StructType
 
-    from aiokafka_lite.spark import datasource as ds
+    from aiokafka_lite.integrations.spark import datasource as ds
 
     header = StructType([StructField("key", StringType()), StructField("value", StringType())])
     schema = StructType(
@@ -416,7 +416,7 @@ def test_sink_arrow_chunks_are_whole_columns_for_key_and_value() -> None:
     import pyarrow as pa
     from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
-    from aiokafka_lite.spark import datasource as ds
+    from aiokafka_lite.integrations.spark import datasource as ds
 
     schema = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
     plan = ds._row_plan(schema, "t")

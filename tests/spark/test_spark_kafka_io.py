@@ -13,12 +13,12 @@ import confluent_kafka
 import pytest
 from spark_testlib import create_topic, delete_records, produce, read_all, values
 
-from aiokafka_lite import errors as E
-from aiokafka_lite.fetch import Consumer
-from aiokafka_lite.spark import kafka_io
-from aiokafka_lite.spark.offsets import OffsetRange, from_offset_dict
-from aiokafka_lite.spark.options import parse_sink_options, parse_source_options
-from aiokafka_lite.structs import TopicPartition as TP
+from aiokafka_lite.consume import Consumer
+from aiokafka_lite.core import errors as E
+from aiokafka_lite.core.structs import TopicPartition as TP
+from aiokafka_lite.integrations.spark import kafka_io
+from aiokafka_lite.integrations.spark.offsets import OffsetRange, from_offset_dict
+from aiokafka_lite.integrations.spark.options import parse_sink_options, parse_source_options
 
 
 def source(bootstrap: str, streaming: bool = False, **options: str) -> Any:

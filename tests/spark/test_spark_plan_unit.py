@@ -13,8 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aiokafka_lite.errors import ConfigError
-from aiokafka_lite.spark.offsets import (
+from aiokafka_lite.core.errors import ConfigError
+from aiokafka_lite.core.structs import TopicPartition as TP
+from aiokafka_lite.integrations.spark.offsets import (
     EARLIEST,
     LATEST,
     OffsetRange,
@@ -27,8 +28,7 @@ from aiokafka_lite.spark.offsets import (
     split_ranges,
     to_offset_dict,
 )
-from aiokafka_lite.spark.options import parse_sink_options, parse_source_options
-from aiokafka_lite.structs import TopicPartition as TP
+from aiokafka_lite.integrations.spark.options import parse_sink_options, parse_source_options
 
 BOOT = {"bootstrap.servers": "127.0.0.1:9092"}
 
@@ -405,19 +405,19 @@ def test_planning_imports_without_pyspark_and_register_explains() -> None:
     code = (
         "import sys\n"
         "sys.modules['pyspark'] = None  # as if not installed\n"
-        "import aiokafka_lite.spark.kafka_io, aiokafka_lite.spark.options, aiokafka_lite.spark.offsets\n"
-        "from aiokafka_lite.spark import register\n"
+        "import aiokafka_lite.integrations.spark.kafka_io, aiokafka_lite.integrations.spark.options, aiokafka_lite.integrations.spark.offsets\n"
+        "from aiokafka_lite.integrations.spark import register\n"
         "try:\n"
         "    register(object())\n"
         "except ImportError as exc:\n"
         "    print('IMPORT-ERROR', exc)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
-    assert "IMPORT-ERROR aiokafka_lite.spark needs pyspark>=4.0 with pyarrow" in out.stdout
+    assert "IMPORT-ERROR aiokafka_lite.integrations.spark needs pyspark>=4.0 with pyarrow" in out.stdout
 
 
 def test_min_offsets_per_trigger_delays_like_spark() -> None:
-    from aiokafka_lite.spark.offsets import delay_batch
+    from aiokafka_lite.integrations.spark.offsets import delay_batch
 
     # The first trigger (nothing ran yet) is never delayed.
     assert delay_batch(3, 10, now_ms=1_000_000, last_trigger_ms=0, max_delay_ms=60_000) == (False, 1_000_000)

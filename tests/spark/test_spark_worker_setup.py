@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from spark_testlib import create_topic, produce, python_without_aiokafka_lite, unique, values
 
-from aiokafka_lite.spark.workers import (
+from aiokafka_lite.integrations.spark.workers import (
     SPARK_DEFAULT_PYTHON,
     SparkWorkerSetupError,
     configure_worker_python,
@@ -36,8 +36,8 @@ DRIVER = textwrap.dedent(
     import sys
     sys.path.insert(0, {src!r})
     from pyspark.sql import SparkSession
-    from aiokafka_lite.spark import register
-    from aiokafka_lite.spark.workers import SparkWorkerSetupError
+    from aiokafka_lite.integrations.spark import register
+    from aiokafka_lite.integrations.spark.workers import SparkWorkerSetupError
     builder = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
                .config("spark.sql.session.timeZone", "UTC"))
     for k, v in {conf!r}.items():

@@ -1,4 +1,4 @@
-"""The README's main job on Apache Kafka itself: ``python -m aiokafka_lite.demo --apache``.
+"""The README's main job on Apache Kafka itself: ``python -m aiokafka_lite.cli.demo --apache``.
 
 With its defaults (lz4, acks=all, idempotence), the path that Kafka once refused."""
 
@@ -15,7 +15,7 @@ from aiokafka_lite.testing.apache import resolve_version
 @pytest.mark.parametrize("version", ["latest", "4.0"])
 def test_demo_runs_on_a_fresh_apache_kafka(version: str) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "aiokafka_lite.demo", "--apache", version, "--records", "20000"],
+        [sys.executable, "-m", "aiokafka_lite.cli.demo", "--apache", version, "--records", "20000"],
         capture_output=True,
         text=True,
         timeout=240,
@@ -30,7 +30,7 @@ def test_demo_runs_on_a_fresh_apache_kafka(version: str) -> None:
 
 def test_demo_refuses_apache_with_bootstrap() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "aiokafka_lite.demo", "--apache", "--bootstrap", "127.0.0.1:1"],
+        [sys.executable, "-m", "aiokafka_lite.cli.demo", "--apache", "--bootstrap", "127.0.0.1:1"],
         capture_output=True,
         text=True,
         timeout=60,

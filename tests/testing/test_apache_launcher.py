@@ -193,7 +193,7 @@ async def test_factory_configs_shape_the_embedded_broker_too(
 ) -> None:
     # The same broker settings on either kind of cluster: here a small message.max.bytes
     # (a typed BrokerConfig field on the embedded broker) and an auto-creation switch.
-    from aiokafka_lite import errors as E
+    from aiokafka_lite.core import errors as E
 
     kc = await kafka_cluster_factory(
         configs={"message.max.bytes": "2000", "auto.create.topics.enable": "false"}

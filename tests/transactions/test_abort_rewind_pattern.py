@@ -14,7 +14,7 @@ from txn_testlib import read_topic, stable_group_offsets, values
 
 from aiokafka_lite import Admin, Consumer, Producer
 from aiokafka_lite.broker import EmbeddedCluster
-from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.core.structs import TopicPartition
 
 ORDERS = [f"order-{i}".encode() for i in range(6)]
 

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from aiokafka_lite import errors as E
+from aiokafka_lite.core import errors as E
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.produce.batch import ProducerBatch
-from aiokafka_lite.produce.config import ProducerConfig
+from aiokafka_lite.produce.producer_config import ProducerConfig
 from aiokafka_lite.produce.transaction import (
     ErrorKind,
     TransactionContext,
@@ -19,7 +20,6 @@ from aiokafka_lite.produce.transaction import (
     check_config,
     classify,
 )
-from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.records import BatchBuilder
 
 S = TxnState

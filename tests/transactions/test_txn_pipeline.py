@@ -19,12 +19,12 @@ import pytest
 from txn_testlib import read_topic, short_session_ms, txn_cluster, values
 
 from aiokafka_lite import Producer, TopicPartition
-from aiokafka_lite import errors as E
 from aiokafka_lite.admin import Admin
 from aiokafka_lite.broker.cluster import EmbeddedCluster
-from aiokafka_lite.fetch import Record
+from aiokafka_lite.consume import Record
+from aiokafka_lite.core import errors as E
+from aiokafka_lite.processing.transact import TransactSession
 from aiokafka_lite.produce.transaction import TxnState
-from aiokafka_lite.transact import TransactSession
 from aiokafka_lite.wire.messages import EndTxnRequest
 
 IN, OUT = "eos-in", "eos-out"

@@ -11,9 +11,9 @@ import pytest
 from txn_testlib import crash_broker, read_topic, short_session_ms, stable_group_offsets, txn_cluster, values
 
 from aiokafka_lite import Consumer, Producer, TopicPartition
-from aiokafka_lite import errors as E
 from aiokafka_lite.admin import Admin
 from aiokafka_lite.broker.cluster import EmbeddedCluster
+from aiokafka_lite.core import errors as E
 from aiokafka_lite.net import CoordinatorType
 from aiokafka_lite.produce.transaction import TxnState
 from aiokafka_lite.wire.messages import (
@@ -506,7 +506,9 @@ async def test_start_fails_cleanly_when_init_is_fatal(kafka_cluster: EmbeddedClu
 @pytest.mark.kafka_embedded  # record_requests
 async def test_txn_offset_commit_carries_the_member(kafka_cluster: EmbeddedCluster) -> None:
     kafka_cluster.create_topic("src", 1)
-    meta_cls = __import__("aiokafka_lite.groups", fromlist=["ConsumerGroupMetadata"]).ConsumerGroupMetadata
+    meta_cls = __import__(
+        "aiokafka_lite.consume.groups", fromlist=["ConsumerGroupMetadata"]
+    ).ConsumerGroupMetadata
     meta = meta_cls("g447", 3, "member-1", "instance-1")
     async with txn_producer(kafka_cluster) as p:
         await p.begin_transaction()

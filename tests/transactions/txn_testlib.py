@@ -12,7 +12,7 @@ import pytest
 from aiokafka_lite import Admin, Consumer, Record, TopicPartition
 from aiokafka_lite.broker.cluster import EmbeddedCluster
 from aiokafka_lite.broker.state import BrokerConfig
-from aiokafka_lite.errors import UnstableOffsetCommitError
+from aiokafka_lite.core.errors import UnstableOffsetCommitError
 from aiokafka_lite.testing.apache import ThreadedApache
 
 ClusterFactory = Callable[..., Awaitable[EmbeddedCluster]]

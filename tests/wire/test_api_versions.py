@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from aiokafka_lite.errors import UnsupportedVersionError
+from aiokafka_lite.core.errors import UnsupportedVersionError
 from aiokafka_lite.net.api_versions import CLIENT_API_VERSIONS, IMPLEMENTED_APIS
 from aiokafka_lite.net.connection import negotiate_version
 from aiokafka_lite.wire import messages as m

@@ -14,7 +14,7 @@ import lz4.frame as lz4_frame  # kafka-python's lz4 codec dependency
 import pytest
 import zstandard  # kafka-python's zstd codec dependency
 
-from aiokafka_lite.errors import ConfigError, CorruptRecordError, UnsupportedCodecError
+from aiokafka_lite.core.errors import ConfigError, CorruptRecordError, UnsupportedCodecError
 from aiokafka_lite.wire import compression as C
 from aiokafka_lite.wire.compression import (
     DEFAULT_MAX_DECOMPRESSED_SIZE,

@@ -9,10 +9,10 @@ import os
 import pytest
 
 from aiokafka_lite.broker.cluster import EmbeddedCluster
-from aiokafka_lite.fetch import Consumer
+from aiokafka_lite.consume import Consumer
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.net import Client
 from aiokafka_lite.produce import Producer
-from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.compression import Compression
 from aiokafka_lite.wire.messages import FetchRequest, FetchResponse
 from aiokafka_lite.wire.records import RecordBatch, decode_batches

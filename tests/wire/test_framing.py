@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aiokafka_lite.errors import CorruptFrameError
+from aiokafka_lite.core.errors import CorruptFrameError
 from aiokafka_lite.wire import messages as m
 from aiokafka_lite.wire.framing import (
     FrameReader,

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aiokafka_lite.errors import CorruptFrameError, KafkaError, VersionError
+from aiokafka_lite.core.errors import CorruptFrameError, KafkaError, VersionError
 from aiokafka_lite.wire import messages as m
 from aiokafka_lite.wire.message import FieldSpec, Message, Struct
 

@@ -7,7 +7,7 @@ import struct
 import pytest
 from test_records_support import Backend, make_backend_fixture, raw_batch, record, require_c_backend, varint
 
-from aiokafka_lite.errors import ConfigError, CorruptRecordError
+from aiokafka_lite.core.errors import ConfigError, CorruptRecordError
 from aiokafka_lite.wire import compression as compression_mod
 from aiokafka_lite.wire.compression import Compression
 from aiokafka_lite.wire.records import (

@@ -13,7 +13,7 @@ import pytest
 from test_records_errors import BAD_RECORDS
 from test_records_support import raw_batch, record, require_c_backend, varint
 
-from aiokafka_lite.errors import CorruptRecordError, UnsupportedCodecError
+from aiokafka_lite.core.errors import CorruptRecordError, UnsupportedCodecError
 from aiokafka_lite.wire.compression import Compression, compress
 from aiokafka_lite.wire.records import (
     BatchTooShortError,

@@ -7,7 +7,7 @@ import struct
 import pytest
 from test_records_support import Backend, make_backend_fixture
 
-from aiokafka_lite.errors import CorruptRecordError
+from aiokafka_lite.core.errors import CorruptRecordError
 from aiokafka_lite.wire.records import (
     ControlRecordType,
     Record,

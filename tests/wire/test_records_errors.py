@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 from test_records_support import Backend, make_backend_fixture, raw_batch, record, require_c_backend, varint
 
-from aiokafka_lite.errors import CorruptRecordError, KafkaError, UnsupportedCodecError
+from aiokafka_lite.core.errors import CorruptRecordError, KafkaError, UnsupportedCodecError
 from aiokafka_lite.wire.compression import Compression, compress
 from aiokafka_lite.wire.records import RecordBatch, _pyimpl, decode_batches, encode_batch
 

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_records_support import legacy_message, require_c_backend
 
-from aiokafka_lite.errors import CorruptRecordError, KafkaError
+from aiokafka_lite.core.errors import CorruptRecordError, KafkaError
 from aiokafka_lite.wire.compression import Compression, compress, decompress
 from aiokafka_lite.wire.records import (
     _pyimpl,

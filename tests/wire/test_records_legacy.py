@@ -8,7 +8,7 @@ import cramjam
 import pytest
 from test_records_support import legacy_message
 
-from aiokafka_lite.errors import CorruptRecordError, UnsupportedCodecError
+from aiokafka_lite.core.errors import CorruptRecordError, UnsupportedCodecError
 from aiokafka_lite.wire.compression import Compression, compress
 from aiokafka_lite.wire.records import (
     LegacyRecordBatch,

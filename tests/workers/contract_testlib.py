@@ -19,8 +19,8 @@ from typing import Any
 import anyio
 
 from aiokafka_lite import Admin, NewTopic, Producer
-from aiokafka_lite.errors import UnstableOffsetCommitError
-from aiokafka_lite.structs import TopicPartition as TP
+from aiokafka_lite.core.errors import UnstableOffsetCommitError
+from aiokafka_lite.core.structs import TopicPartition as TP
 
 FAST: dict[str, Any] = {"retry_backoff_ms": 5, "retry_backoff_max_ms": 50, "reconnect_backoff_ms": 5}
 PARTITIONS = 3

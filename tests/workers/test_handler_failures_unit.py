@@ -7,8 +7,9 @@ import asyncio
 
 import pytest
 
-from aiokafka_lite.errors import ConfigError, KafkaTimeoutError
-from aiokafka_lite.handler_failures import (
+from aiokafka_lite.core.errors import ConfigError, KafkaTimeoutError
+from aiokafka_lite.core.structs import TopicPartition
+from aiokafka_lite.processing.failures import (
     FailureCounts,
     FailureDecision,
     FailureKind,
@@ -21,7 +22,6 @@ from aiokafka_lite.handler_failures import (
     decide,
     failure_kind,
 )
-from aiokafka_lite.structs import TopicPartition
 
 E, T = FailureKind.ERROR, FailureKind.TIMEOUT
 

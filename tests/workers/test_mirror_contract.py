@@ -30,7 +30,7 @@ from contract_testlib import (
 )
 
 from aiokafka_lite import Consumer, errors
-from aiokafka_lite.mirror import Mirror
+from aiokafka_lite.integrations.mirror import Mirror
 
 N = 150
 STEP = 25  # records handed to the target producer in a run before it is left

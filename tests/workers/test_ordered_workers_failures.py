@@ -9,16 +9,16 @@ from collections.abc import AsyncIterator
 import pytest
 from workers_testlib import FakeConsumer, FakeProducer, Rec, eventually
 
-from aiokafka_lite.errors import ConfigError, KafkaConnectionError
-from aiokafka_lite.groups.workers import OrderedWorkers, WorkerFailedError
-from aiokafka_lite.handler_failures import (
+from aiokafka_lite.core.errors import ConfigError, KafkaConnectionError
+from aiokafka_lite.core.structs import TopicPartition as TP
+from aiokafka_lite.processing.failures import (
     FailureCounts,
     FailureDecision,
     FailureReport,
     FailureThresholdError,
     HandlerTimeoutError,
 )
-from aiokafka_lite.structs import TopicPartition as TP
+from aiokafka_lite.processing.ordered_workers import OrderedWorkers, WorkerFailedError
 
 TP0, TP1 = TP("t", 0), TP("t", 1)
 

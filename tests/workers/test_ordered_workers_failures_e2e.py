@@ -14,9 +14,9 @@ from workers_testlib import eventually
 
 from aiokafka_lite import Consumer, Producer
 from aiokafka_lite.broker.cluster import EmbeddedCluster
-from aiokafka_lite.groups.workers import OrderedWorkers
-from aiokafka_lite.handler_failures import FailureCounts, FailureReport, FailureThresholdError
-from aiokafka_lite.structs import TopicPartition as TP
+from aiokafka_lite.core.structs import TopicPartition as TP
+from aiokafka_lite.processing.failures import FailureCounts, FailureReport, FailureThresholdError
+from aiokafka_lite.processing.ordered_workers import OrderedWorkers
 
 PER_PARTITION = 20
 

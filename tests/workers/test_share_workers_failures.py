@@ -16,8 +16,9 @@ from aiokafka_lite import Consumer, Producer
 from aiokafka_lite.admin import Admin
 from aiokafka_lite.admin.types import ConfigResource
 from aiokafka_lite.broker.cluster import EmbeddedCluster
-from aiokafka_lite.handler_failures import FailureReport, FailureThresholdError
-from aiokafka_lite.share import ShareConsumer, ShareRecord, ShareWorkers
+from aiokafka_lite.consume.share import ShareConsumer, ShareRecord
+from aiokafka_lite.processing import ShareWorkers
+from aiokafka_lite.processing.failures import FailureReport, FailureThresholdError
 
 
 def names() -> tuple[str, str]:

@@ -28,7 +28,7 @@ from contract_testlib import (
 )
 
 from aiokafka_lite import Consumer, Producer, errors
-from aiokafka_lite.transact import Batch, TransactSession
+from aiokafka_lite.processing.transact import Batch, TransactSession
 
 N = 120
 STEP = 25  # records handled in a loop before it is left

@@ -27,7 +27,7 @@ from contract_testlib import (
 )
 
 from aiokafka_lite import Consumer
-from aiokafka_lite.groups.workers import OrderedWorkers, WorkerFailedError
+from aiokafka_lite.processing.ordered_workers import OrderedWorkers, WorkerFailedError
 
 N = 150
 STEP = 25  # records started in a run before it is left

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from aiokafka_lite.structs import TopicPartition as TP
+from aiokafka_lite.core.structs import TopicPartition as TP
 
 
 class Rec(NamedTuple):

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, Protocol, TypeVar
 
-from aiokafka_lite import errors as E
 from aiokafka_lite.admin.types import GroupDescription, ListGroupsResult, Result, Results
-from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.core import errors as E
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.wire.message import Request, Response
 
 Outcome = Any  # a result object or a KafkaError

@@ -15,8 +15,6 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Literal, TypeVar
 
-from aiokafka_lite import _backend
-from aiokafka_lite import errors as E
 from aiokafka_lite.admin.consumer_groups import ConsumerGroupsAdmin
 from aiokafka_lite.admin.share_groups import ShareGroupsAdmin
 from aiokafka_lite.admin.types import (
@@ -44,12 +42,14 @@ from aiokafka_lite.admin.types import (
     TopicDescription,
     TopicListing,
 )
-from aiokafka_lite.health import Health, build_health
+from aiokafka_lite.core import concurrency as _backend
+from aiokafka_lite.core import errors as E
+from aiokafka_lite.core.client_metrics import track
+from aiokafka_lite.core.health import Health, build_health
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.net.client import Client, backoff_delay
-from aiokafka_lite.net.config import ClientConfig
+from aiokafka_lite.net.client_config import ClientConfig
 from aiokafka_lite.net.metadata import BrokerInfo, CoordinatorType
-from aiokafka_lite.observability import track
-from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.message import Request, Response
 from aiokafka_lite.wire.messages import (
     ConsumerProtocolAssignment,
@@ -168,7 +168,7 @@ class Admin(ShareGroupsAdmin, ConsumerGroupsAdmin):
         return {"client": self._client.metrics()}
 
     def health(self) -> Health:
-        """Readiness summary (rules in ``aiokafka_lite.health``): started and a broker reachable."""
+        """Readiness summary (rules in ``aiokafka_lite.core.health``): started and a broker reachable."""
         return build_health(
             "admin",
             self._client.metrics(),

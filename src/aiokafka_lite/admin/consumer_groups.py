@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from aiokafka_lite import errors as E
 from aiokafka_lite.admin._group_requests import (
     GroupAdmin,
     assigned_partitions,
@@ -25,7 +24,8 @@ from aiokafka_lite.admin._group_requests import (
     group_ids_of,
 )
 from aiokafka_lite.admin.types import GroupDescription, ListGroupsResult, Results
-from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.core import errors as E
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.wire.message import Request
 from aiokafka_lite.wire.messages import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from aiokafka_lite import errors as E
 from aiokafka_lite.admin._group_requests import (
     GroupAdmin,
     Outcome,
@@ -23,7 +22,8 @@ from aiokafka_lite.admin._group_requests import (
     group_ids_of,
 )
 from aiokafka_lite.admin.types import ListGroupsResult, Result, Results
-from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.core import errors as E
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.wire.message import Request
 from aiokafka_lite.wire.messages import (
     AlterShareGroupOffsetsRequest,

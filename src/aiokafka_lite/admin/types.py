@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Generic, Protocol, TypeVar
 
-from aiokafka_lite.errors import KafkaError
+from aiokafka_lite.core.errors import KafkaError
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.net.metadata import BrokerInfo
-from aiokafka_lite.structs import TopicPartition
 
 __all__ = [
     "AlterConfigOp",

@@ -27,7 +27,7 @@ from aiokafka_lite.broker.sasl import ServerPlain, ServerScram, scram_credential
 from aiokafka_lite.broker.server import BrokerServer, MechanismFactory, SaslSettings
 from aiokafka_lite.broker.state import BrokerConfig, BrokerInfo, ClusterState, Topic
 from aiokafka_lite.broker.storage import FsyncPolicy, Storage
-from aiokafka_lite.errors import ConfigError, IllegalStateError, UnknownTopicOrPartitionError
+from aiokafka_lite.core.errors import ConfigError, IllegalStateError, UnknownTopicOrPartitionError
 from aiokafka_lite.wire.message import Request
 
 __all__ = ["DEFAULT_SASL_MECHANISMS", "EmbeddedCluster"]
@@ -41,7 +41,7 @@ ApiKey = int | type[Request]
 _OPTIONAL_PARTS = (
     ("aiokafka_lite.broker.groups", "register_group_handlers"),
     ("aiokafka_lite.broker.transactions", "register_txn_handlers"),
-    ("aiokafka_lite.broker.share_groups", "register_share_handlers"),
+    ("aiokafka_lite.broker.share.groups", "register_share_handlers"),
 )
 
 

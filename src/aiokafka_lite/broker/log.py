@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from aiokafka_lite.broker.validation import TopicRules
-from aiokafka_lite.errors import (
+from aiokafka_lite.core.errors import (
     CorruptRecordError,
     InvalidProducerEpochError,
     KafkaError,

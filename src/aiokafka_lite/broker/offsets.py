@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.core.structs import TopicPartition
 
 __all__ = ["CommittedOffset", "OffsetStore"]
 

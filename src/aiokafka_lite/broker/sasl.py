@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from aiokafka_lite.errors import AuthenticationError, ConfigError
+from aiokafka_lite.core.errors import AuthenticationError, ConfigError
 from aiokafka_lite.net.sasl import (
     MIN_SCRAM_ITERATIONS,
     ScramHash,

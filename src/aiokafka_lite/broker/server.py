@@ -32,7 +32,7 @@ from aiokafka_lite.broker.context import EncodedResponse, HandlerRegistry, Reque
 from aiokafka_lite.broker.faults import Faults, ObservedRequest
 from aiokafka_lite.broker.sasl import ServerMechanism
 from aiokafka_lite.broker.state import ClusterState
-from aiokafka_lite.errors import (
+from aiokafka_lite.core.errors import (
     AuthenticationError,
     CorruptFrameError,
     IllegalSaslStateError,

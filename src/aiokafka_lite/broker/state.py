@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from aiokafka_lite.broker.log import PartitionLog
 from aiokafka_lite.broker.validation import TopicRules
-from aiokafka_lite.errors import (
+from aiokafka_lite.core.errors import (
     InvalidConfigError,
     InvalidPartitionsError,
     InvalidReplicaAssignmentError,

@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Final
 
-from aiokafka_lite import errors
 from aiokafka_lite.broker.context import HandlerRegistry, RequestContext
 from aiokafka_lite.broker.groups import (
     TXN_KEY,
@@ -46,7 +45,8 @@ from aiokafka_lite.broker.groups import (
     placement_for,
 )
 from aiokafka_lite.broker.state import ClusterState
-from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.core import errors
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.wire.message import Request, Response
 from aiokafka_lite.wire.messages import (
     AddOffsetsToTxnRequest,

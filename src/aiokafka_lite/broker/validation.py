@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from aiokafka_lite.errors import (
+from aiokafka_lite.core.errors import (
     BrokerResponseError,
     CorruptMessageError,
     CorruptRecordError,

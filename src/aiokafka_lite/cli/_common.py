@@ -18,8 +18,8 @@ from typing import Annotated, Any, NoReturn, TypeVar
 import typer
 from rich.console import Console
 
-from aiokafka_lite.config import Options
-from aiokafka_lite.errors import KafkaError
+from aiokafka_lite.core.errors import KafkaError
+from aiokafka_lite.core.options import Options
 
 __all__ = [
     "DEFAULT_BOOTSTRAP",

@@ -30,7 +30,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from aiokafka_lite.fetch import Record
+from aiokafka_lite.consume import Record
 
 __all__ = [
     "DEFAULT_FORMAT",

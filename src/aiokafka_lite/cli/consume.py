@@ -22,10 +22,10 @@ from aiokafka_lite.cli._common import (
     run_async,
 )
 from aiokafka_lite.cli._format import DEFAULT_FORMAT, FormatError, compile_format, record_to_json
-from aiokafka_lite.errors import ConfigError, UnknownTopicOrPartitionError
-from aiokafka_lite.fetch import Consumer, ConsumerConfig, Record
+from aiokafka_lite.consume import Consumer, ConsumerConfig, Record
+from aiokafka_lite.core.errors import ConfigError, UnknownTopicOrPartitionError
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.net import ClientConfig
-from aiokafka_lite.structs import TopicPartition
 
 #: How long one getmany waits; bounds how late --exit and --idle-timeout notice.
 POLL_MS = 200

@@ -20,8 +20,8 @@ from aiokafka_lite.cli._common import (
 )
 from aiokafka_lite.cli._format import print_sections, table
 from aiokafka_lite.cli.topics import make_admin
-from aiokafka_lite.errors import GroupIdNotFoundError
-from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.core.errors import GroupIdNotFoundError
+from aiokafka_lite.core.structs import TopicPartition
 
 app = typer.Typer(help="List consumer groups; describe members, assignment and lag.", no_args_is_help=True)
 

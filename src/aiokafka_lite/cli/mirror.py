@@ -15,11 +15,11 @@ from typing import Annotated, Any
 
 import typer
 
-from aiokafka_lite.errors import KafkaError
-from aiokafka_lite.fetch import ConsumerConfig
-from aiokafka_lite.mirror import Mirror, MirrorConfigError, ProgressDisplay
+from aiokafka_lite.consume import ConsumerConfig
+from aiokafka_lite.core.errors import KafkaError
+from aiokafka_lite.integrations.mirror import Mirror, MirrorConfigError, ProgressDisplay
 from aiokafka_lite.net import ClientConfig
-from aiokafka_lite.produce.config import ProducerConfig
+from aiokafka_lite.produce.producer_config import ProducerConfig
 
 __all__ = ["mirror"]
 

@@ -19,7 +19,7 @@ from aiokafka_lite.cli._common import (
     stdout_console,
 )
 from aiokafka_lite.cli.topics import make_admin
-from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.core.structs import TopicPartition
 
 
 def offsets(

@@ -23,7 +23,7 @@ from aiokafka_lite.cli._common import (
     parse_key_values,
     run_async,
 )
-from aiokafka_lite.errors import ConfigError, UnknownTopicOrPartitionError
+from aiokafka_lite.core.errors import ConfigError, UnknownTopicOrPartitionError
 from aiokafka_lite.net import ClientConfig
 from aiokafka_lite.produce import BatchResult, Producer, ProducerConfig
 

@@ -21,7 +21,7 @@ from aiokafka_lite.cli._common import (
     run_async,
     stdout_console,
 )
-from aiokafka_lite.errors import TopicAlreadyExistsError, UnknownTopicOrPartitionError
+from aiokafka_lite.core.errors import TopicAlreadyExistsError, UnknownTopicOrPartitionError
 from aiokafka_lite.net import ClientConfig
 
 app = typer.Typer(help="List, create, delete and describe topics.", no_args_is_help=True)

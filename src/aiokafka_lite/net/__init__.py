@@ -4,7 +4,7 @@
 """
 
 from aiokafka_lite.net.client import Client, Lane, parse_bootstrap
-from aiokafka_lite.net.config import ClientConfig
+from aiokafka_lite.net.client_config import ClientConfig
 from aiokafka_lite.net.connection import BrokerConnection, negotiate_version
 from aiokafka_lite.net.hooks import BrokerStats, Hooks
 from aiokafka_lite.net.metadata import BrokerInfo, ClusterMetadata, CoordinatorType, PartitionInfo, TopicInfo

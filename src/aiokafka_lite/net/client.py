@@ -29,9 +29,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final, TypeVar
 
-from aiokafka_lite import _backend
-from aiokafka_lite import errors as E
-from aiokafka_lite.net.config import ClientConfig
+from aiokafka_lite.core import concurrency as _backend
+from aiokafka_lite.core import errors as E
+from aiokafka_lite.core.structs import TopicPartition
+from aiokafka_lite.net.client_config import ClientConfig
 from aiokafka_lite.net.connection import (
     BrokerConnection,
     Opener,
@@ -48,7 +49,6 @@ from aiokafka_lite.net.metadata import (
     apply_metadata,
     topic_error,
 )
-from aiokafka_lite.structs import TopicPartition
 from aiokafka_lite.wire.message import Request, Response
 from aiokafka_lite.wire.messages import (
     FindCoordinatorRequest,

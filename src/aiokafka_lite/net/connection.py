@@ -32,10 +32,10 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
-from aiokafka_lite import _backend
-from aiokafka_lite import errors as E
+from aiokafka_lite.core import concurrency as _backend
+from aiokafka_lite.core import errors as E
 from aiokafka_lite.net.api_versions import CLIENT_API_VERSIONS
-from aiokafka_lite.net.config import ClientConfig
+from aiokafka_lite.net.client_config import ClientConfig
 from aiokafka_lite.net.hooks import BrokerStats, HookDispatcher
 from aiokafka_lite.net.protocol import ConnectionProtocol, InFlight
 from aiokafka_lite.net.sasl import OAuthBearerMechanism, SaslMechanism, create_mechanism

@@ -111,7 +111,7 @@ class Histogram:
 
     Recording is a bisect and three adds (no allocation), so it can sit on per-request
     and per-batch paths. ``listener``, when set (by an exporter such as
-    ``aiokafka_lite.otel.metrics``), is called with every value recorded.
+    ``aiokafka_lite.integrations.otel.metrics``), is called with every value recorded.
     """
 
     __slots__ = ("bounds", "count", "counts", "listener", "max", "sum")

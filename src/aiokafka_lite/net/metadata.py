@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Final
 
-from aiokafka_lite.errors import BrokerResponseError, error_for
-from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.core.errors import BrokerResponseError, error_for
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.wire.messages import MetadataResponse
 from aiokafka_lite.wire.primitives import ZERO_UUID
 

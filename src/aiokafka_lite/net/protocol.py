@@ -18,7 +18,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from aiokafka_lite.errors import CorruptFrameError, KafkaError, SecurityProtocolMismatchError
+from aiokafka_lite.core.errors import CorruptFrameError, KafkaError, SecurityProtocolMismatchError
 from aiokafka_lite.wire.framing import (
     DEFAULT_MAX_FRAME,
     FrameTooLargeError,

@@ -32,7 +32,7 @@ import unicodedata
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, Protocol
 
-from aiokafka_lite.errors import AuthenticationError, ConfigError, IllegalStateError
+from aiokafka_lite.core.errors import AuthenticationError, ConfigError, IllegalStateError
 
 __all__ = [
     "MIN_SCRAM_ITERATIONS",

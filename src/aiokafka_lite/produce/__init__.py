@@ -7,10 +7,16 @@ Layout: ``partitioner`` (murmur2, uniform sticky, round robin), ``accumulator``
 into produce requests) and ``producer`` (the public class).
 """
 
-from .batch import BatchResult, DeliveryFailedError, RecordFailure, RecordFuture, RecordMetadata
-from .config import ProducerConfig
-from .partitioner import key_partition, murmur2
-from .producer import Producer
+from aiokafka_lite.produce.batch import (
+    BatchResult,
+    DeliveryFailedError,
+    RecordFailure,
+    RecordFuture,
+    RecordMetadata,
+)
+from aiokafka_lite.produce.partitioner import key_partition, murmur2
+from aiokafka_lite.produce.producer import Producer
+from aiokafka_lite.produce.producer_config import ProducerConfig
 
 __all__ = [
     "BatchResult",

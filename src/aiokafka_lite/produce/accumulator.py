@@ -26,14 +26,13 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol
 
-from aiokafka_lite import _backend
-from aiokafka_lite.errors import KafkaTimeoutError, ProducerClosedError
-from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.core import concurrency as _backend
+from aiokafka_lite.core.errors import KafkaTimeoutError, ProducerClosedError
+from aiokafka_lite.core.structs import TopicPartition
+from aiokafka_lite.produce.batch import ProducerBatch
+from aiokafka_lite.produce.partitioner import UniformStickyPartitioner
 from aiokafka_lite.wire.compression import Compression
 from aiokafka_lite.wire.records import BatchBuilder
-
-from .batch import ProducerBatch
-from .partitioner import UniformStickyPartitioner
 
 __all__ = [
     "BATCH_OVERHEAD",

@@ -21,9 +21,9 @@ import contextvars
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple, overload
 
-from aiokafka_lite import _backend
-from aiokafka_lite.errors import DeliveryFailedError, IllegalStateError
-from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.core import concurrency as _backend
+from aiokafka_lite.core.errors import DeliveryFailedError, IllegalStateError
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.wire.records import BatchBuilder
 
 __all__ = [

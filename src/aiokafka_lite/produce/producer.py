@@ -33,16 +33,21 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Final
 
-from aiokafka_lite import _backend
-from aiokafka_lite import errors as E
-from aiokafka_lite.health import Health, build_health
+from aiokafka_lite.core import concurrency as _backend
+from aiokafka_lite.core import errors as E
+from aiokafka_lite.core.client_metrics import track
+from aiokafka_lite.core.health import Health, build_health
+from aiokafka_lite.core.structs import TopicPartition
+from aiokafka_lite.integrations.otel import _active as _otel
 from aiokafka_lite.net import Client, ClientConfig
-from aiokafka_lite.observability import track
-from aiokafka_lite.otel import _active as _otel
-from aiokafka_lite.structs import TopicPartition
-
-from .accumulator import BATCH_OVERHEAD, RECORD_OVERHEAD, BufferPool, PartitionQueue, RecordAccumulator
-from .batch import (
+from aiokafka_lite.produce.accumulator import (
+    BATCH_OVERHEAD,
+    RECORD_OVERHEAD,
+    BufferPool,
+    PartitionQueue,
+    RecordAccumulator,
+)
+from aiokafka_lite.produce.batch import (
     BatchResult,
     DeliveryFailedError,
     ProducerBatch,
@@ -53,12 +58,12 @@ from .batch import (
     has_failures,
     record_failures,
 )
-from .config import ProducerConfig
-from .partitioner import group_by_key_partition, key_partition
-from .sender import Sender, _now_ms
-from .sequencing import IdempotenceManager
-from .topics import TopicRegistry, TopicState
-from .transaction import (
+from aiokafka_lite.produce.partitioner import group_by_key_partition, key_partition
+from aiokafka_lite.produce.producer_config import ProducerConfig
+from aiokafka_lite.produce.sender import Sender, _now_ms
+from aiokafka_lite.produce.sequencing import IdempotenceManager
+from aiokafka_lite.produce.topics import TopicRegistry, TopicState
+from aiokafka_lite.produce.transaction import (
     GroupMetadataLike,
     TransactionContext,
     TransactionManager,
@@ -212,7 +217,7 @@ class Producer:
         self._states = self._topics.topics
         self._close_task: asyncio.Task[None] | None = None
         self._start_task: asyncio.Task[None] | None = None
-        #: Tracing of this producer's own tracer_provider (else aiokafka_lite.otel's global one).
+        #: Tracing of this producer's own tracer_provider (else aiokafka_lite.integrations.otel's global one).
         self._tracing = _otel.client_tracing(cfg.tracer_provider)
         track(self)
 
@@ -1180,7 +1185,7 @@ class Producer:
         }
 
     def health(self) -> Health:
-        """Readiness summary (rules in ``aiokafka_lite.health``): started, a broker
+        """Readiness summary (rules in ``aiokafka_lite.core.health``): started, a broker
         reachable, no fatal error (a fenced or failed transactional producer is not ready)."""
         fatal = self._sender.fatal_error
         if fatal is None and isinstance(self._idem, TransactionManager):

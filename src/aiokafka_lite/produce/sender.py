@@ -19,12 +19,18 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any, Final
 
-from aiokafka_lite import _backend
-from aiokafka_lite import errors as E
+from aiokafka_lite.core import concurrency as _backend
+from aiokafka_lite.core import errors as E
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.net import Client
 from aiokafka_lite.net.client import error_type_name
 from aiokafka_lite.net.hooks import Histogram
-from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.produce.accumulator import RecordAccumulator
+from aiokafka_lite.produce.batch import ProducerBatch
+from aiokafka_lite.produce.producer_config import ProducerConfig
+from aiokafka_lite.produce.sequencing import DUPLICATE_SEQUENCE_NUMBER, IdempotenceManager
+from aiokafka_lite.produce.topics import TopicRegistry
+from aiokafka_lite.produce.transaction import TransactionManager
 from aiokafka_lite.wire.messages import (
     InitProducerIdRequest,
     InitProducerIdResponse,
@@ -32,13 +38,6 @@ from aiokafka_lite.wire.messages import (
     ProduceResponse,
 )
 from aiokafka_lite.wire.primitives import ZERO_UUID
-
-from .accumulator import RecordAccumulator
-from .batch import ProducerBatch
-from .config import ProducerConfig
-from .sequencing import DUPLICATE_SEQUENCE_NUMBER, IdempotenceManager
-from .topics import TopicRegistry
-from .transaction import TransactionManager
 
 __all__ = ["Sender"]
 

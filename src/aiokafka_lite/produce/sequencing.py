@@ -35,9 +35,8 @@ from __future__ import annotations
 import bisect
 from typing import Final, NamedTuple
 
-from aiokafka_lite.structs import TopicPartition
-
-from .batch import ProducerBatch
+from aiokafka_lite.core.structs import TopicPartition
+from aiokafka_lite.produce.batch import ProducerBatch
 
 __all__ = ["NO_PRODUCER", "IdempotenceManager", "ProducerIdAndEpoch", "increment_sequence"]
 

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import uuid
 
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.net.metadata import ClusterMetadata, TopicInfo
-from aiokafka_lite.structs import TopicPartition
-
-from .accumulator import PartitionQueue, RecordAccumulator
-from .partitioner import RoundRobinPartitioner, UniformStickyPartitioner
+from aiokafka_lite.produce.accumulator import PartitionQueue, RecordAccumulator
+from aiokafka_lite.produce.partitioner import RoundRobinPartitioner, UniformStickyPartitioner
 
 __all__ = ["TopicRegistry", "TopicState"]
 

@@ -53,10 +53,12 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
-from aiokafka_lite import _backend
-from aiokafka_lite import errors as E
+from aiokafka_lite.core import concurrency as _backend
+from aiokafka_lite.core import errors as E
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.net import Client, CoordinatorType, Lane
-from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.produce.batch import ProducerBatch
+from aiokafka_lite.produce.sequencing import IdempotenceManager, ProducerIdAndEpoch
 from aiokafka_lite.wire.messages import (
     AddOffsetsToTxnRequest,
     AddOffsetsToTxnResponse,
@@ -70,13 +72,9 @@ from aiokafka_lite.wire.messages import (
     TxnOffsetCommitResponse,
 )
 
-from .batch import ProducerBatch
-from .sequencing import IdempotenceManager, ProducerIdAndEpoch
-
 if TYPE_CHECKING:
+    from aiokafka_lite.produce.producer_config import ProducerConfig
     from aiokafka_lite.wire.message import Request, Response
-
-    from .config import ProducerConfig
 
 __all__ = [
     "ErrorKind",

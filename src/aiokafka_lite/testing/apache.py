@@ -46,7 +46,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Final, NoReturn, Self, TypeVar
 
-from aiokafka_lite.errors import KafkaError
+from aiokafka_lite.core.errors import KafkaError
 
 if TYPE_CHECKING:
     from aiokafka_lite.admin.client import Admin
@@ -736,7 +736,7 @@ class ApacheCluster:
 
     def high_watermark(self, topic: str, partition: int) -> int:
         from aiokafka_lite.admin.types import OffsetSpec
-        from aiokafka_lite.structs import TopicPartition
+        from aiokafka_lite.core.structs import TopicPartition
 
         async def hw(admin: Admin) -> int:
             tp = TopicPartition(topic, partition)

@@ -12,7 +12,7 @@ import struct
 from types import TracebackType
 from typing import Self
 
-from aiokafka_lite.errors import KafkaConnectionError
+from aiokafka_lite.core.errors import KafkaConnectionError
 from aiokafka_lite.wire.framing import decode_response, encode_request
 from aiokafka_lite.wire.message import Request, Response
 

@@ -4,7 +4,7 @@ Decompression is always bounded by a caller-provided ``max_size``: the output is
 written into a buffer that starts near the expected size and grows geometrically up
 to ``max_size``, so a decompression bomb costs at most ``max_size`` bytes of memory
 (never an amount chosen by the sender) before it is rejected with
-:class:`~aiokafka_lite.errors.CorruptRecordError`.
+:class:`~aiokafka_lite.core.errors.CorruptRecordError`.
 
 LZ4 in Kafka is one LZ4 frame whose blocks are *independent*: Kafka's frame reader
 rejects a frame without the block-independence flag ("Dependent block stream is
@@ -24,7 +24,7 @@ from typing import Final
 
 import cramjam
 
-from aiokafka_lite.errors import ConfigError, CorruptRecordError, UnsupportedCodecError
+from aiokafka_lite.core.errors import ConfigError, CorruptRecordError, UnsupportedCodecError
 
 __all__ = [
     "DEFAULT_MAX_DECOMPRESSED_SIZE",

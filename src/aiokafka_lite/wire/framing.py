@@ -12,7 +12,7 @@ import struct
 from dataclasses import dataclass
 from typing import Final
 
-from aiokafka_lite.errors import CorruptFrameError, KafkaError
+from aiokafka_lite.core.errors import CorruptFrameError, KafkaError
 from aiokafka_lite.wire.message import Request, Response
 from aiokafka_lite.wire.messages import REQUESTS, RESPONSES, ApiVersionsRequest, RequestHeader, ResponseHeader
 from aiokafka_lite.wire.primitives import Reader, Writer

@@ -6,7 +6,7 @@ import struct
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar, Generic, NamedTuple, Self, TypeVar
 
-from aiokafka_lite.errors import CorruptFrameError, VersionError
+from aiokafka_lite.core.errors import CorruptFrameError, VersionError
 from aiokafka_lite.wire.primitives import Reader, Writer
 
 NO_VERSION = 32767  # open upper bound of a version range ("3+")

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from typing import Final
 from uuid import UUID
 
-from aiokafka_lite.errors import CorruptFrameError, VersionError
+from aiokafka_lite.core.errors import CorruptFrameError, VersionError
 
 _I8: Final = struct.Struct(">b")
 _I16: Final = struct.Struct(">h")

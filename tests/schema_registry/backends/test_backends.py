@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import anyio
 import pytest
 
-from aiokafka_lite.schema_registry import (
+from aiokafka_lite.integrations.schema_registry import (
     AvroDeserializer,
     AvroSerializer,
     EmbeddedSchemaRegistry,

@@ -11,7 +11,7 @@ from typing import Final
 
 from aiokafka_lite.broker.context import HandlerRegistry, RequestContext
 from aiokafka_lite.broker.state import TOPIC_CONFIG_DEFAULTS, ClusterState, Topic
-from aiokafka_lite.errors import (
+from aiokafka_lite.core.errors import (
     BrokerResponseError,
     InvalidConfigError,
     InvalidRequestError,
@@ -226,7 +226,7 @@ async def create_partitions(ctx: RequestContext, req: Request) -> Response:
             assignments = [list(a.broker_ids) for a in t.assignments] if t.assignments is not None else None
             if req.validate_only:
                 if t.count <= len(topic.partitions):
-                    from aiokafka_lite.errors import InvalidPartitionsError
+                    from aiokafka_lite.core.errors import InvalidPartitionsError
 
                     raise InvalidPartitionsError(
                         f"topic has {len(topic.partitions)} partitions; cannot set {t.count}"
@@ -394,7 +394,7 @@ def _alter(
                 configs.pop(k, None)
             else:
                 configs[k] = val
-        from aiokafka_lite.broker.share_groups import get_share_groups
+        from aiokafka_lite.broker.share.groups import get_share_groups
 
         get_share_groups(state).persist(resource_name)  # journaled: kept if the broker is killed
     else:

@@ -6,7 +6,7 @@ from typing import Any, Final
 
 from aiokafka_lite.broker.context import RequestContext
 from aiokafka_lite.broker.state import Partition
-from aiokafka_lite.errors import (
+from aiokafka_lite.core.errors import (
     FencedLeaderEpochError,
     NotLeaderOrFollowerError,
     UnknownLeaderEpochError,

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Final
 
-from aiokafka_lite.errors import CorruptFrameError
+from aiokafka_lite.core.errors import CorruptFrameError
 from aiokafka_lite.wire.messages import ProduceRequest
 
 __all__ = ["decode_produce_request", "encode_produce_response", "parse_request_header"]

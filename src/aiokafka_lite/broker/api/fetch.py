@@ -27,7 +27,7 @@ from aiokafka_lite.broker.api.common import NOT_LEADER, check_leader
 from aiokafka_lite.broker.context import EncodedResponse, HandlerRegistry, RequestContext
 from aiokafka_lite.broker.log import AbortedTxn, PartitionLog
 from aiokafka_lite.broker.state import BrokerConfig, ClusterState, Partition
-from aiokafka_lite.errors import (
+from aiokafka_lite.core.errors import (
     FetchSessionIdNotFoundError,
     InvalidFetchSessionEpochError,
     OffsetOutOfRangeError,

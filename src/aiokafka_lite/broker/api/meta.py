@@ -8,7 +8,7 @@ from typing import Final
 
 from aiokafka_lite.broker.context import HandlerRegistry, RequestContext
 from aiokafka_lite.broker.state import ClusterState, Topic
-from aiokafka_lite.errors import (
+from aiokafka_lite.core.errors import (
     BrokerResponseError,
     InvalidRequestError,
     InvalidTopicError,

@@ -6,7 +6,7 @@ from typing import Final
 
 from aiokafka_lite.broker.api.common import check_leader
 from aiokafka_lite.broker.context import HandlerRegistry, RequestContext
-from aiokafka_lite.errors import (
+from aiokafka_lite.core.errors import (
     InvalidRequestError,
     OffsetOutOfRangeError,
     UnknownTopicOrPartitionError,

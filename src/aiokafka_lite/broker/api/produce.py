@@ -19,7 +19,7 @@ from aiokafka_lite.broker.context import EncodedResponse, HandlerRegistry, Reque
 from aiokafka_lite.broker.state import ClusterState, Partition, Topic
 from aiokafka_lite.broker.transactions import get_txn_coordinator
 from aiokafka_lite.broker.validation import RecordErrors, check_batch, check_request_records, stored_form
-from aiokafka_lite.errors import (
+from aiokafka_lite.core.errors import (
     BrokerResponseError,
     InvalidProducerEpochError,
     InvalidProducerIdMappingError,
@@ -33,7 +33,7 @@ from aiokafka_lite.errors import (
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
 )
-from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.wire.message import Request, Response
 from aiokafka_lite.wire.messages import ProduceRequest, ProduceResponse
 from aiokafka_lite.wire.primitives import ZERO_UUID

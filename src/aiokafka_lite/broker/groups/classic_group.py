@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from aiokafka_lite import errors
 from aiokafka_lite.broker.groups.clock import Cancellable
 from aiokafka_lite.broker.groups.codes import FENCED_INSTANCE_ID, NONE, UNKNOWN_MEMBER_ID
+from aiokafka_lite.core import errors
 from aiokafka_lite.wire.messages import (
     ConsumerProtocolSubscription,
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Final
 
-from aiokafka_lite import errors
+from aiokafka_lite.core import errors
 
 log = logging.getLogger("aiokafka_lite.broker.groups")
 

@@ -29,7 +29,7 @@ from aiokafka_lite.broker.groups.consumer import HeartbeatRequestData
 from aiokafka_lite.broker.groups.consumer_group import ConsumerGroup
 from aiokafka_lite.broker.groups.offsets import OffsetCoordinator
 from aiokafka_lite.broker.offsets import CommittedOffset
-from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.wire.message import Request, Response
 from aiokafka_lite.wire.messages import (
     ConsumerGroupDescribeRequest,

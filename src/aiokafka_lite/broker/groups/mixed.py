@@ -25,7 +25,6 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from aiokafka_lite import errors
 from aiokafka_lite.broker.groups.classic_group import (
     Group,
     GroupState,
@@ -55,6 +54,7 @@ from aiokafka_lite.broker.groups.consumer_group import (
     copy_assignment,
     reconcile,
 )
+from aiokafka_lite.core import errors
 from aiokafka_lite.wire.messages import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
 __all__ = ["MixedGroupCoordinator", "decode_assignment", "decode_subscription", "encode_assignment"]

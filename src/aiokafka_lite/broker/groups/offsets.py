@@ -25,7 +25,7 @@ from aiokafka_lite.broker.groups.codes import (
 from aiokafka_lite.broker.groups.consumer_group import ConsumerGroup
 from aiokafka_lite.broker.groups.mixed import MixedGroupCoordinator
 from aiokafka_lite.broker.offsets import CommittedOffset
-from aiokafka_lite.structs import TopicPartition
+from aiokafka_lite.core.structs import TopicPartition
 
 log = logging.getLogger("aiokafka_lite.broker.groups")
 

@@ -6,7 +6,6 @@ import functools
 import logging
 import weakref
 
-from aiokafka_lite import errors
 from aiokafka_lite.broker.groups.codes import (
     COORDINATOR_NOT_AVAILABLE,
     GROUP_KEY,
@@ -16,6 +15,7 @@ from aiokafka_lite.broker.groups.codes import (
 )
 from aiokafka_lite.broker.groups.config import config_int
 from aiokafka_lite.broker.state import BrokerInfo, ClusterState
+from aiokafka_lite.core import errors
 
 log = logging.getLogger("aiokafka_lite.broker.groups")
 

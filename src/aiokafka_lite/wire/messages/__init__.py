@@ -12,146 +12,172 @@ from typing import TYPE_CHECKING
 from aiokafka_lite.wire.message import LazyRegistry, Request, Response
 
 if TYPE_CHECKING:
-    from .add_offsets_to_txn_request import AddOffsetsToTxnRequest
-    from .add_offsets_to_txn_response import AddOffsetsToTxnResponse
-    from .add_partitions_to_txn_request import AddPartitionsToTxnRequest
-    from .add_partitions_to_txn_response import AddPartitionsToTxnResponse
-    from .alter_client_quotas_request import AlterClientQuotasRequest
-    from .alter_client_quotas_response import AlterClientQuotasResponse
-    from .alter_configs_request import AlterConfigsRequest
-    from .alter_configs_response import AlterConfigsResponse
-    from .alter_partition_reassignments_request import AlterPartitionReassignmentsRequest
-    from .alter_partition_reassignments_response import AlterPartitionReassignmentsResponse
-    from .alter_replica_log_dirs_request import AlterReplicaLogDirsRequest
-    from .alter_replica_log_dirs_response import AlterReplicaLogDirsResponse
-    from .alter_share_group_offsets_request import AlterShareGroupOffsetsRequest
-    from .alter_share_group_offsets_response import AlterShareGroupOffsetsResponse
-    from .alter_user_scram_credentials_request import AlterUserScramCredentialsRequest
-    from .alter_user_scram_credentials_response import AlterUserScramCredentialsResponse
-    from .api_versions_request import ApiVersionsRequest
-    from .api_versions_response import ApiVersionsResponse
-    from .consumer_group_describe_request import ConsumerGroupDescribeRequest
-    from .consumer_group_describe_response import ConsumerGroupDescribeResponse
-    from .consumer_group_heartbeat_request import ConsumerGroupHeartbeatRequest
-    from .consumer_group_heartbeat_response import ConsumerGroupHeartbeatResponse
-    from .consumer_protocol_assignment import ConsumerProtocolAssignment
-    from .consumer_protocol_subscription import ConsumerProtocolSubscription
-    from .create_acls_request import CreateAclsRequest
-    from .create_acls_response import CreateAclsResponse
-    from .create_delegation_token_request import CreateDelegationTokenRequest
-    from .create_delegation_token_response import CreateDelegationTokenResponse
-    from .create_partitions_request import CreatePartitionsRequest
-    from .create_partitions_response import CreatePartitionsResponse
-    from .create_topics_request import CreateTopicsRequest
-    from .create_topics_response import CreateTopicsResponse
-    from .delete_acls_request import DeleteAclsRequest
-    from .delete_acls_response import DeleteAclsResponse
-    from .delete_groups_request import DeleteGroupsRequest
-    from .delete_groups_response import DeleteGroupsResponse
-    from .delete_records_request import DeleteRecordsRequest
-    from .delete_records_response import DeleteRecordsResponse
-    from .delete_share_group_offsets_request import DeleteShareGroupOffsetsRequest
-    from .delete_share_group_offsets_response import DeleteShareGroupOffsetsResponse
-    from .delete_topics_request import DeleteTopicsRequest
-    from .delete_topics_response import DeleteTopicsResponse
-    from .describe_acls_request import DescribeAclsRequest
-    from .describe_acls_response import DescribeAclsResponse
-    from .describe_client_quotas_request import DescribeClientQuotasRequest
-    from .describe_client_quotas_response import DescribeClientQuotasResponse
-    from .describe_cluster_request import DescribeClusterRequest
-    from .describe_cluster_response import DescribeClusterResponse
-    from .describe_configs_request import DescribeConfigsRequest
-    from .describe_configs_response import DescribeConfigsResponse
-    from .describe_delegation_token_request import DescribeDelegationTokenRequest
-    from .describe_delegation_token_response import DescribeDelegationTokenResponse
-    from .describe_groups_request import DescribeGroupsRequest
-    from .describe_groups_response import DescribeGroupsResponse
-    from .describe_log_dirs_request import DescribeLogDirsRequest
-    from .describe_log_dirs_response import DescribeLogDirsResponse
-    from .describe_producers_request import DescribeProducersRequest
-    from .describe_producers_response import DescribeProducersResponse
-    from .describe_quorum_request import DescribeQuorumRequest
-    from .describe_quorum_response import DescribeQuorumResponse
-    from .describe_share_group_offsets_request import DescribeShareGroupOffsetsRequest
-    from .describe_share_group_offsets_response import DescribeShareGroupOffsetsResponse
-    from .describe_topic_partitions_request import DescribeTopicPartitionsRequest
-    from .describe_topic_partitions_response import DescribeTopicPartitionsResponse
-    from .describe_transactions_request import DescribeTransactionsRequest
-    from .describe_transactions_response import DescribeTransactionsResponse
-    from .describe_user_scram_credentials_request import DescribeUserScramCredentialsRequest
-    from .describe_user_scram_credentials_response import DescribeUserScramCredentialsResponse
-    from .elect_leaders_request import ElectLeadersRequest
-    from .elect_leaders_response import ElectLeadersResponse
-    from .end_txn_request import EndTxnRequest
-    from .end_txn_response import EndTxnResponse
-    from .expire_delegation_token_request import ExpireDelegationTokenRequest
-    from .expire_delegation_token_response import ExpireDelegationTokenResponse
-    from .fetch_request import FetchRequest
-    from .fetch_response import FetchResponse
-    from .find_coordinator_request import FindCoordinatorRequest
-    from .find_coordinator_response import FindCoordinatorResponse
-    from .get_telemetry_subscriptions_request import GetTelemetrySubscriptionsRequest
-    from .get_telemetry_subscriptions_response import GetTelemetrySubscriptionsResponse
-    from .heartbeat_request import HeartbeatRequest
-    from .heartbeat_response import HeartbeatResponse
-    from .incremental_alter_configs_request import IncrementalAlterConfigsRequest
-    from .incremental_alter_configs_response import IncrementalAlterConfigsResponse
-    from .init_producer_id_request import InitProducerIdRequest
-    from .init_producer_id_response import InitProducerIdResponse
-    from .join_group_request import JoinGroupRequest
-    from .join_group_response import JoinGroupResponse
-    from .leave_group_request import LeaveGroupRequest
-    from .leave_group_response import LeaveGroupResponse
-    from .list_config_resources_request import ListConfigResourcesRequest
-    from .list_config_resources_response import ListConfigResourcesResponse
-    from .list_groups_request import ListGroupsRequest
-    from .list_groups_response import ListGroupsResponse
-    from .list_offsets_request import ListOffsetsRequest
-    from .list_offsets_response import ListOffsetsResponse
-    from .list_partition_reassignments_request import ListPartitionReassignmentsRequest
-    from .list_partition_reassignments_response import ListPartitionReassignmentsResponse
-    from .list_transactions_request import ListTransactionsRequest
-    from .list_transactions_response import ListTransactionsResponse
-    from .metadata_request import MetadataRequest
-    from .metadata_response import MetadataResponse
-    from .offset_commit_request import OffsetCommitRequest
-    from .offset_commit_response import OffsetCommitResponse
-    from .offset_delete_request import OffsetDeleteRequest
-    from .offset_delete_response import OffsetDeleteResponse
-    from .offset_fetch_request import OffsetFetchRequest
-    from .offset_fetch_response import OffsetFetchResponse
-    from .offset_for_leader_epoch_request import OffsetForLeaderEpochRequest
-    from .offset_for_leader_epoch_response import OffsetForLeaderEpochResponse
-    from .produce_request import ProduceRequest
-    from .produce_response import ProduceResponse
-    from .push_telemetry_request import PushTelemetryRequest
-    from .push_telemetry_response import PushTelemetryResponse
-    from .renew_delegation_token_request import RenewDelegationTokenRequest
-    from .renew_delegation_token_response import RenewDelegationTokenResponse
-    from .request_header import RequestHeader
-    from .response_header import ResponseHeader
-    from .sasl_authenticate_request import SaslAuthenticateRequest
-    from .sasl_authenticate_response import SaslAuthenticateResponse
-    from .sasl_handshake_request import SaslHandshakeRequest
-    from .sasl_handshake_response import SaslHandshakeResponse
-    from .share_acknowledge_request import ShareAcknowledgeRequest
-    from .share_acknowledge_response import ShareAcknowledgeResponse
-    from .share_fetch_request import ShareFetchRequest
-    from .share_fetch_response import ShareFetchResponse
-    from .share_group_describe_request import ShareGroupDescribeRequest
-    from .share_group_describe_response import ShareGroupDescribeResponse
-    from .share_group_heartbeat_request import ShareGroupHeartbeatRequest
-    from .share_group_heartbeat_response import ShareGroupHeartbeatResponse
-    from .sync_group_request import SyncGroupRequest
-    from .sync_group_response import SyncGroupResponse
-    from .txn_offset_commit_request import TxnOffsetCommitRequest
-    from .txn_offset_commit_response import TxnOffsetCommitResponse
-    from .unregister_broker_request import UnregisterBrokerRequest
-    from .unregister_broker_response import UnregisterBrokerResponse
-    from .update_features_request import UpdateFeaturesRequest
-    from .update_features_response import UpdateFeaturesResponse
-    from .write_txn_markers_request import WriteTxnMarkersRequest
-    from .write_txn_markers_response import WriteTxnMarkersResponse
+    from aiokafka_lite.wire.messages.add_offsets_to_txn_request import AddOffsetsToTxnRequest
+    from aiokafka_lite.wire.messages.add_offsets_to_txn_response import AddOffsetsToTxnResponse
+    from aiokafka_lite.wire.messages.add_partitions_to_txn_request import AddPartitionsToTxnRequest
+    from aiokafka_lite.wire.messages.add_partitions_to_txn_response import AddPartitionsToTxnResponse
+    from aiokafka_lite.wire.messages.alter_client_quotas_request import AlterClientQuotasRequest
+    from aiokafka_lite.wire.messages.alter_client_quotas_response import AlterClientQuotasResponse
+    from aiokafka_lite.wire.messages.alter_configs_request import AlterConfigsRequest
+    from aiokafka_lite.wire.messages.alter_configs_response import AlterConfigsResponse
+    from aiokafka_lite.wire.messages.alter_partition_reassignments_request import (
+        AlterPartitionReassignmentsRequest,
+    )
+    from aiokafka_lite.wire.messages.alter_partition_reassignments_response import (
+        AlterPartitionReassignmentsResponse,
+    )
+    from aiokafka_lite.wire.messages.alter_replica_log_dirs_request import AlterReplicaLogDirsRequest
+    from aiokafka_lite.wire.messages.alter_replica_log_dirs_response import AlterReplicaLogDirsResponse
+    from aiokafka_lite.wire.messages.alter_share_group_offsets_request import AlterShareGroupOffsetsRequest
+    from aiokafka_lite.wire.messages.alter_share_group_offsets_response import AlterShareGroupOffsetsResponse
+    from aiokafka_lite.wire.messages.alter_user_scram_credentials_request import (
+        AlterUserScramCredentialsRequest,
+    )
+    from aiokafka_lite.wire.messages.alter_user_scram_credentials_response import (
+        AlterUserScramCredentialsResponse,
+    )
+    from aiokafka_lite.wire.messages.api_versions_request import ApiVersionsRequest
+    from aiokafka_lite.wire.messages.api_versions_response import ApiVersionsResponse
+    from aiokafka_lite.wire.messages.consumer_group_describe_request import ConsumerGroupDescribeRequest
+    from aiokafka_lite.wire.messages.consumer_group_describe_response import ConsumerGroupDescribeResponse
+    from aiokafka_lite.wire.messages.consumer_group_heartbeat_request import ConsumerGroupHeartbeatRequest
+    from aiokafka_lite.wire.messages.consumer_group_heartbeat_response import ConsumerGroupHeartbeatResponse
+    from aiokafka_lite.wire.messages.consumer_protocol_assignment import ConsumerProtocolAssignment
+    from aiokafka_lite.wire.messages.consumer_protocol_subscription import ConsumerProtocolSubscription
+    from aiokafka_lite.wire.messages.create_acls_request import CreateAclsRequest
+    from aiokafka_lite.wire.messages.create_acls_response import CreateAclsResponse
+    from aiokafka_lite.wire.messages.create_delegation_token_request import CreateDelegationTokenRequest
+    from aiokafka_lite.wire.messages.create_delegation_token_response import CreateDelegationTokenResponse
+    from aiokafka_lite.wire.messages.create_partitions_request import CreatePartitionsRequest
+    from aiokafka_lite.wire.messages.create_partitions_response import CreatePartitionsResponse
+    from aiokafka_lite.wire.messages.create_topics_request import CreateTopicsRequest
+    from aiokafka_lite.wire.messages.create_topics_response import CreateTopicsResponse
+    from aiokafka_lite.wire.messages.delete_acls_request import DeleteAclsRequest
+    from aiokafka_lite.wire.messages.delete_acls_response import DeleteAclsResponse
+    from aiokafka_lite.wire.messages.delete_groups_request import DeleteGroupsRequest
+    from aiokafka_lite.wire.messages.delete_groups_response import DeleteGroupsResponse
+    from aiokafka_lite.wire.messages.delete_records_request import DeleteRecordsRequest
+    from aiokafka_lite.wire.messages.delete_records_response import DeleteRecordsResponse
+    from aiokafka_lite.wire.messages.delete_share_group_offsets_request import DeleteShareGroupOffsetsRequest
+    from aiokafka_lite.wire.messages.delete_share_group_offsets_response import (
+        DeleteShareGroupOffsetsResponse,
+    )
+    from aiokafka_lite.wire.messages.delete_topics_request import DeleteTopicsRequest
+    from aiokafka_lite.wire.messages.delete_topics_response import DeleteTopicsResponse
+    from aiokafka_lite.wire.messages.describe_acls_request import DescribeAclsRequest
+    from aiokafka_lite.wire.messages.describe_acls_response import DescribeAclsResponse
+    from aiokafka_lite.wire.messages.describe_client_quotas_request import DescribeClientQuotasRequest
+    from aiokafka_lite.wire.messages.describe_client_quotas_response import DescribeClientQuotasResponse
+    from aiokafka_lite.wire.messages.describe_cluster_request import DescribeClusterRequest
+    from aiokafka_lite.wire.messages.describe_cluster_response import DescribeClusterResponse
+    from aiokafka_lite.wire.messages.describe_configs_request import DescribeConfigsRequest
+    from aiokafka_lite.wire.messages.describe_configs_response import DescribeConfigsResponse
+    from aiokafka_lite.wire.messages.describe_delegation_token_request import DescribeDelegationTokenRequest
+    from aiokafka_lite.wire.messages.describe_delegation_token_response import DescribeDelegationTokenResponse
+    from aiokafka_lite.wire.messages.describe_groups_request import DescribeGroupsRequest
+    from aiokafka_lite.wire.messages.describe_groups_response import DescribeGroupsResponse
+    from aiokafka_lite.wire.messages.describe_log_dirs_request import DescribeLogDirsRequest
+    from aiokafka_lite.wire.messages.describe_log_dirs_response import DescribeLogDirsResponse
+    from aiokafka_lite.wire.messages.describe_producers_request import DescribeProducersRequest
+    from aiokafka_lite.wire.messages.describe_producers_response import DescribeProducersResponse
+    from aiokafka_lite.wire.messages.describe_quorum_request import DescribeQuorumRequest
+    from aiokafka_lite.wire.messages.describe_quorum_response import DescribeQuorumResponse
+    from aiokafka_lite.wire.messages.describe_share_group_offsets_request import (
+        DescribeShareGroupOffsetsRequest,
+    )
+    from aiokafka_lite.wire.messages.describe_share_group_offsets_response import (
+        DescribeShareGroupOffsetsResponse,
+    )
+    from aiokafka_lite.wire.messages.describe_topic_partitions_request import DescribeTopicPartitionsRequest
+    from aiokafka_lite.wire.messages.describe_topic_partitions_response import DescribeTopicPartitionsResponse
+    from aiokafka_lite.wire.messages.describe_transactions_request import DescribeTransactionsRequest
+    from aiokafka_lite.wire.messages.describe_transactions_response import DescribeTransactionsResponse
+    from aiokafka_lite.wire.messages.describe_user_scram_credentials_request import (
+        DescribeUserScramCredentialsRequest,
+    )
+    from aiokafka_lite.wire.messages.describe_user_scram_credentials_response import (
+        DescribeUserScramCredentialsResponse,
+    )
+    from aiokafka_lite.wire.messages.elect_leaders_request import ElectLeadersRequest
+    from aiokafka_lite.wire.messages.elect_leaders_response import ElectLeadersResponse
+    from aiokafka_lite.wire.messages.end_txn_request import EndTxnRequest
+    from aiokafka_lite.wire.messages.end_txn_response import EndTxnResponse
+    from aiokafka_lite.wire.messages.expire_delegation_token_request import ExpireDelegationTokenRequest
+    from aiokafka_lite.wire.messages.expire_delegation_token_response import ExpireDelegationTokenResponse
+    from aiokafka_lite.wire.messages.fetch_request import FetchRequest
+    from aiokafka_lite.wire.messages.fetch_response import FetchResponse
+    from aiokafka_lite.wire.messages.find_coordinator_request import FindCoordinatorRequest
+    from aiokafka_lite.wire.messages.find_coordinator_response import FindCoordinatorResponse
+    from aiokafka_lite.wire.messages.get_telemetry_subscriptions_request import (
+        GetTelemetrySubscriptionsRequest,
+    )
+    from aiokafka_lite.wire.messages.get_telemetry_subscriptions_response import (
+        GetTelemetrySubscriptionsResponse,
+    )
+    from aiokafka_lite.wire.messages.heartbeat_request import HeartbeatRequest
+    from aiokafka_lite.wire.messages.heartbeat_response import HeartbeatResponse
+    from aiokafka_lite.wire.messages.incremental_alter_configs_request import IncrementalAlterConfigsRequest
+    from aiokafka_lite.wire.messages.incremental_alter_configs_response import IncrementalAlterConfigsResponse
+    from aiokafka_lite.wire.messages.init_producer_id_request import InitProducerIdRequest
+    from aiokafka_lite.wire.messages.init_producer_id_response import InitProducerIdResponse
+    from aiokafka_lite.wire.messages.join_group_request import JoinGroupRequest
+    from aiokafka_lite.wire.messages.join_group_response import JoinGroupResponse
+    from aiokafka_lite.wire.messages.leave_group_request import LeaveGroupRequest
+    from aiokafka_lite.wire.messages.leave_group_response import LeaveGroupResponse
+    from aiokafka_lite.wire.messages.list_config_resources_request import ListConfigResourcesRequest
+    from aiokafka_lite.wire.messages.list_config_resources_response import ListConfigResourcesResponse
+    from aiokafka_lite.wire.messages.list_groups_request import ListGroupsRequest
+    from aiokafka_lite.wire.messages.list_groups_response import ListGroupsResponse
+    from aiokafka_lite.wire.messages.list_offsets_request import ListOffsetsRequest
+    from aiokafka_lite.wire.messages.list_offsets_response import ListOffsetsResponse
+    from aiokafka_lite.wire.messages.list_partition_reassignments_request import (
+        ListPartitionReassignmentsRequest,
+    )
+    from aiokafka_lite.wire.messages.list_partition_reassignments_response import (
+        ListPartitionReassignmentsResponse,
+    )
+    from aiokafka_lite.wire.messages.list_transactions_request import ListTransactionsRequest
+    from aiokafka_lite.wire.messages.list_transactions_response import ListTransactionsResponse
+    from aiokafka_lite.wire.messages.metadata_request import MetadataRequest
+    from aiokafka_lite.wire.messages.metadata_response import MetadataResponse
+    from aiokafka_lite.wire.messages.offset_commit_request import OffsetCommitRequest
+    from aiokafka_lite.wire.messages.offset_commit_response import OffsetCommitResponse
+    from aiokafka_lite.wire.messages.offset_delete_request import OffsetDeleteRequest
+    from aiokafka_lite.wire.messages.offset_delete_response import OffsetDeleteResponse
+    from aiokafka_lite.wire.messages.offset_fetch_request import OffsetFetchRequest
+    from aiokafka_lite.wire.messages.offset_fetch_response import OffsetFetchResponse
+    from aiokafka_lite.wire.messages.offset_for_leader_epoch_request import OffsetForLeaderEpochRequest
+    from aiokafka_lite.wire.messages.offset_for_leader_epoch_response import OffsetForLeaderEpochResponse
+    from aiokafka_lite.wire.messages.produce_request import ProduceRequest
+    from aiokafka_lite.wire.messages.produce_response import ProduceResponse
+    from aiokafka_lite.wire.messages.push_telemetry_request import PushTelemetryRequest
+    from aiokafka_lite.wire.messages.push_telemetry_response import PushTelemetryResponse
+    from aiokafka_lite.wire.messages.renew_delegation_token_request import RenewDelegationTokenRequest
+    from aiokafka_lite.wire.messages.renew_delegation_token_response import RenewDelegationTokenResponse
+    from aiokafka_lite.wire.messages.request_header import RequestHeader
+    from aiokafka_lite.wire.messages.response_header import ResponseHeader
+    from aiokafka_lite.wire.messages.sasl_authenticate_request import SaslAuthenticateRequest
+    from aiokafka_lite.wire.messages.sasl_authenticate_response import SaslAuthenticateResponse
+    from aiokafka_lite.wire.messages.sasl_handshake_request import SaslHandshakeRequest
+    from aiokafka_lite.wire.messages.sasl_handshake_response import SaslHandshakeResponse
+    from aiokafka_lite.wire.messages.share_acknowledge_request import ShareAcknowledgeRequest
+    from aiokafka_lite.wire.messages.share_acknowledge_response import ShareAcknowledgeResponse
+    from aiokafka_lite.wire.messages.share_fetch_request import ShareFetchRequest
+    from aiokafka_lite.wire.messages.share_fetch_response import ShareFetchResponse
+    from aiokafka_lite.wire.messages.share_group_describe_request import ShareGroupDescribeRequest
+    from aiokafka_lite.wire.messages.share_group_describe_response import ShareGroupDescribeResponse
+    from aiokafka_lite.wire.messages.share_group_heartbeat_request import ShareGroupHeartbeatRequest
+    from aiokafka_lite.wire.messages.share_group_heartbeat_response import ShareGroupHeartbeatResponse
+    from aiokafka_lite.wire.messages.sync_group_request import SyncGroupRequest
+    from aiokafka_lite.wire.messages.sync_group_response import SyncGroupResponse
+    from aiokafka_lite.wire.messages.txn_offset_commit_request import TxnOffsetCommitRequest
+    from aiokafka_lite.wire.messages.txn_offset_commit_response import TxnOffsetCommitResponse
+    from aiokafka_lite.wire.messages.unregister_broker_request import UnregisterBrokerRequest
+    from aiokafka_lite.wire.messages.unregister_broker_response import UnregisterBrokerResponse
+    from aiokafka_lite.wire.messages.update_features_request import UpdateFeaturesRequest
+    from aiokafka_lite.wire.messages.update_features_response import UpdateFeaturesResponse
+    from aiokafka_lite.wire.messages.write_txn_markers_request import WriteTxnMarkersRequest
+    from aiokafka_lite.wire.messages.write_txn_markers_response import WriteTxnMarkersResponse
 
 _MODULES: dict[str, str] = {
     "AddOffsetsToTxnRequest": "add_offsets_to_txn_request",

@@ -7,10 +7,10 @@ fallback, which behaves identically).
 
 from __future__ import annotations
 
-from ..compression import DEFAULT_MAX_DECOMPRESSED_SIZE, Compression
-from ._backend import c_ext
-from ._control import build_control_batch, control_record_key, parse_control_record
-from ._frames import (
+from aiokafka_lite.wire.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, Compression
+from aiokafka_lite.wire.records._backend import c_ext
+from aiokafka_lite.wire.records._control import build_control_batch, control_record_key, parse_control_record
+from aiokafka_lite.wire.records._frames import (
     AnyBatch,
     as_byte_view,
     decode_batches,
@@ -24,8 +24,8 @@ from ._frames import (
     set_max_timestamp,
     set_partition_leader_epoch,
 )
-from ._legacy import LegacyRecordBatch
-from ._model import (
+from aiokafka_lite.wire.records._legacy import LegacyRecordBatch
+from aiokafka_lite.wire.records._model import (
     BatchTooShortError,
     Buffer,
     CompressedPayloadError,
@@ -35,7 +35,7 @@ from ._model import (
     RecordsSummary,
     TimestampType,
 )
-from ._v2 import BatchBuilder, RecordBatch, encode_batch
+from aiokafka_lite.wire.records._v2 import BatchBuilder, RecordBatch, encode_batch
 
 #: True when the C accelerator is in use.
 HAS_C_EXTENSION: bool = c_ext is not None

@@ -6,16 +6,15 @@ from __future__ import annotations
 import os
 from types import ModuleType
 
-from aiokafka_lite.errors import CorruptRecordError
-
-from ._model import Record
+from aiokafka_lite.core.errors import CorruptRecordError
+from aiokafka_lite.wire.records._model import Record
 
 
 def _load_c() -> ModuleType | None:
     if os.environ.get("AIOKAFKA_LITE_NO_EXTENSIONS", "") not in ("", "0"):
         return None
     try:
-        from . import _crecords
+        from aiokafka_lite.wire.records import _crecords
     except ImportError:
         return None
     try:

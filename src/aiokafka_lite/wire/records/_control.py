@@ -9,10 +9,9 @@ from __future__ import annotations
 import struct
 from typing import Final
 
-from aiokafka_lite.errors import CorruptRecordError
-
-from ._model import ControlRecordType, Record
-from ._v2 import encode_batch
+from aiokafka_lite.core.errors import CorruptRecordError
+from aiokafka_lite.wire.records._model import ControlRecordType, Record
+from aiokafka_lite.wire.records._v2 import encode_batch
 
 _KEY: Final = struct.Struct(">hh")
 _VALUE: Final = struct.Struct(">hi")

@@ -1,6 +1,6 @@
 from collections.abc import Iterable
 
-from ._model import Buffer, Record
+from aiokafka_lite.wire.records._model import Buffer, Record
 
 def setup(record_type: type[Record], error: type[Exception], /) -> None: ...
 def decode_records(

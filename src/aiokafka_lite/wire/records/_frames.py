@@ -9,11 +9,10 @@ from typing import Final
 
 from crc32c import crc32c
 
-from aiokafka_lite.errors import CorruptRecordError
-
-from ..compression import DEFAULT_MAX_DECOMPRESSED_SIZE
-from ._legacy import LEGACY_MIN_SIZE, LegacyRecordBatch
-from ._model import (
+from aiokafka_lite.core.errors import CorruptRecordError
+from aiokafka_lite.wire.compression import DEFAULT_MAX_DECOMPRESSED_SIZE
+from aiokafka_lite.wire.records._legacy import LEGACY_MIN_SIZE, LegacyRecordBatch
+from aiokafka_lite.wire.records._model import (
     ATTR_TIMESTAMP_TYPE,
     LOG_OVERHEAD,
     MAGIC_OFFSET,
@@ -25,7 +24,7 @@ from ._model import (
     BatchTooShortError,
     Buffer,
 )
-from ._v2 import RecordBatch
+from aiokafka_lite.wire.records._v2 import RecordBatch
 
 AnyBatch = RecordBatch | LegacyRecordBatch
 assert LOG_OVERHEAD == 12 and MAGIC_OFFSET == 16  # spelled out in parse_batches' loop

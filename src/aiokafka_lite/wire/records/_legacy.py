@@ -15,15 +15,20 @@ import zlib
 from collections.abc import Iterator
 from typing import Final
 
-from aiokafka_lite.errors import CorruptRecordError, UnsupportedCodecError
-
-from ..compression import (
+from aiokafka_lite.core.errors import CorruptRecordError, UnsupportedCodecError
+from aiokafka_lite.wire.compression import (
     DEFAULT_MAX_DECOMPRESSED_SIZE,
     Compression,
     codec_from_attributes,
     decompress_to_buffer,
 )
-from ._model import ATTR_CODEC_MASK, ATTR_TIMESTAMP_TYPE, LOG_OVERHEAD, Record, TimestampType
+from aiokafka_lite.wire.records._model import (
+    ATTR_CODEC_MASK,
+    ATTR_TIMESTAMP_TYPE,
+    LOG_OVERHEAD,
+    Record,
+    TimestampType,
+)
 
 # offset q, message size i, crc I, magic b, attributes b
 _PREFIX: Final = struct.Struct(">qiIbb")

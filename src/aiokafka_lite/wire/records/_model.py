@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Final, NamedTuple
 
-from aiokafka_lite.errors import CorruptRecordError
+from aiokafka_lite.core.errors import CorruptRecordError
 
 Buffer = bytes | bytearray | memoryview
 Header = tuple[str, bytes | None]

@@ -12,9 +12,8 @@ import operator
 from collections.abc import Iterable
 from typing import Final
 
-from aiokafka_lite.errors import CorruptRecordError
-
-from ._model import MIN_RECORD_SIZE, V2_HEADER_SIZE, Buffer, Header, Record
+from aiokafka_lite.core.errors import CorruptRecordError
+from aiokafka_lite.wire.records._model import MIN_RECORD_SIZE, V2_HEADER_SIZE, Buffer, Header, Record
 
 _INT32_MIN: Final = -(1 << 31)
 _INT32_MAX: Final = (1 << 31) - 1

@@ -14,9 +14,8 @@ from typing import TYPE_CHECKING, Final
 
 from crc32c import crc32c
 
-from aiokafka_lite.errors import CorruptRecordError, UnsupportedCodecError
-
-from ..compression import (
+from aiokafka_lite.core.errors import CorruptRecordError, UnsupportedCodecError
+from aiokafka_lite.wire.compression import (
     DEFAULT_MAX_DECOMPRESSED_SIZE,
     Compression,
     codec_from_attributes,
@@ -24,9 +23,9 @@ from ..compression import (
     decompress_to_buffer,
     validate_level,
 )
-from . import _pyimpl
-from ._backend import c_ext
-from ._model import (
+from aiokafka_lite.wire.records import _pyimpl
+from aiokafka_lite.wire.records._backend import c_ext
+from aiokafka_lite.wire.records._model import (
     ATTR_CODEC_MASK,
     ATTR_CONTROL,
     ATTR_DELETE_HORIZON,
