@@ -1,0 +1,214 @@
+"""Two source trees of aiokafka_lite side by side: the same patterns, interleaved rounds.
+
+For a change that must not cost speed (issue 25's restructuring: "no pattern may lose more
+than 3%"), the question is the ratio between two versions of the client on the same
+machine at the same time, not an absolute number. Each round runs every pattern once per
+tree and backend, alternating trees, each in a fresh worker process whose ``sys.path``
+starts with that tree's ``src``; the broker is one embedded broker (its own process, from
+this checkout) shared by both, so only the client differs.
+
+Patterns (settings as bench/produce.py and bench/consume.py: 100-byte values, acks=all,
+linger 5 ms, idempotence on, 6 partitions, no compression):
+
+* produce ``enqueue+wait_all``, ``send x1000 tasks`` (an anyio task group on both
+  backends), ``send_batch`` (one call for all records);
+* consume ``async for`` and ``getmany(timeout_ms=1000, max_records=500)`` over a topic
+  filled beforehand, manual assignment from the beginning.
+
+Reported: records per second (best round) and CPU seconds per million records (the worker's
+user+system time over the timed part, best round), for each tree, and after/before.
+
+Run:  .venv/bin/python bench/trees.py --before /tmp/before --after . [--records 200000] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+import uuid
+
+PARTITIONS = 6
+VALUE = b"v" * 100
+LITE = {"acks": "all", "linger_ms": 5, "enable_idempotence": True}
+TASKS = 1000
+PATTERNS = (
+    "produce enqueue+wait_all",
+    "produce send x1000 tasks",
+    "produce send_batch",
+    "consume async for",
+    "consume getmany",
+)
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def _make_topic(bootstrap: str, topic: str) -> None:
+    from aiokafka_lite import Admin, NewTopic
+
+    async with Admin(bootstrap) as admin:
+        (await admin.create_topics([NewTopic(topic, partitions=PARTITIONS)])).raise_errors()
+
+
+async def _produce(bootstrap: str, n: int, pattern: str) -> tuple[float, float]:
+    import anyio
+
+    from aiokafka_lite import Producer
+
+    topic = f"t-{uuid.uuid4().hex[:8]}"
+    await _make_topic(bootstrap, topic)
+    async with Producer(bootstrap, **LITE) as p:
+        await p.send(topic, b"warm-up")
+        c0, t0 = _cpu(), time.perf_counter()
+        if pattern == "enqueue+wait_all":
+            enqueue = p.enqueue
+            futs = [await enqueue(topic, VALUE) for _ in range(n)]
+            await p.wait_all(futs)
+        elif pattern == "send_batch":
+            await p.send_batch(topic, [VALUE] * n)
+        else:
+
+            async def worker(count: int) -> None:
+                for _ in range(count):
+                    await p.send(topic, VALUE)
+
+            share, extra = divmod(n, TASKS)
+            async with anyio.create_task_group() as tg:
+                for i in range(TASKS):
+                    tg.start_soon(worker, share + (1 if i < extra else 0))
+        return time.perf_counter() - t0, _cpu() - c0
+
+
+async def _consume(bootstrap: str, n: int, pattern: str, topic: str) -> tuple[float, float]:
+    from aiokafka_lite import Consumer, TopicPartition
+
+    async with Consumer(bootstrap, auto_offset_reset="earliest") as c:
+        c.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
+        seen = 0
+        c0, t0 = _cpu(), time.perf_counter()
+        if pattern == "async for":
+            async for record in c:
+                _ = record.value
+                seen += 1
+                if seen >= n:
+                    break
+        else:
+            while seen < n:
+                batch = await c.getmany(timeout_ms=1000, max_records=500)
+                for recs in batch.values():
+                    for record in recs:
+                        _ = record.value
+                    seen += len(recs)
+        return time.perf_counter() - t0, _cpu() - c0
+
+
+async def _fill(bootstrap: str, topic: str, n: int) -> None:
+    from aiokafka_lite import Producer
+
+    await _make_topic(bootstrap, topic)
+    async with Producer(bootstrap, linger_ms=20, batch_size=256 * 1024) as p:
+        await p.wait_all([await p.enqueue(topic, VALUE) for _ in range(n)])
+
+
+def _worker(backend: str, pattern: str, bootstrap: str, n: int, topic: str) -> tuple[float, float]:
+    async def run() -> tuple[float, float]:
+        kind, _, name = pattern.partition(" ")
+        if kind == "fill":
+            await _fill(bootstrap, topic, n)
+            return 0.0, 0.0
+        if kind == "produce":
+            return await _produce(bootstrap, n, name)
+        return await _consume(bootstrap, n, name, topic)
+
+    if backend == "trio":
+        import trio
+
+        return trio.run(run)  # type: ignore[no-any-return]
+    import asyncio
+
+    return asyncio.run(run())
+
+
+def _spawn(src: str, backend: str, pattern: str, bootstrap: str, n: int, topic: str) -> tuple[float, float]:
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", backend, "--pattern", pattern]
+    cmd += ["--bootstrap", bootstrap, "--records", str(n), "--topic", topic, "--src", src]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
+    if out.returncode != 0:
+        raise SystemExit(f"{src}: {backend} {pattern} failed:\n{out.stderr[-3000:]}")
+    answer = json.loads(out.stdout.strip().splitlines()[-1])
+    return float(answer["seconds"]), float(answer["cpu"])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--before", default="/tmp/before", help="checkout of the old version")
+    ap.add_argument("--after", default=".", help="checkout of the new version")
+    ap.add_argument("--records", type=int, default=200_000)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--backends", default="asyncio,trio")
+    ap.add_argument("--patterns", default=",".join(PATTERNS))
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--pattern", help=argparse.SUPPRESS)
+    ap.add_argument("--bootstrap", help=argparse.SUPPRESS)
+    ap.add_argument("--topic", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--src", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        sys.path.insert(0, args.src)
+        secs, cpu = _worker(args.worker, args.pattern, args.bootstrap, args.records, args.topic)
+        print(json.dumps({"seconds": secs, "cpu": cpu}))
+        return
+    trees = {"before": os.path.join(args.before, "src"), "after": os.path.join(args.after, "src")}
+    backends = args.backends.split(",")
+    patterns = [p for p in args.patterns.split(",") if p]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aiokafka_lite.broker", "--port", "0"], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline().strip()
+    if not line.startswith("listening on "):
+        proc.kill()
+        raise SystemExit(f"broker did not start: {line!r}")
+    bootstrap = line.removeprefix("listening on ")
+    try:
+        topic = "trees-src"
+        _spawn(trees["after"], "asyncio", "fill", bootstrap, args.records, topic)
+        best: dict[tuple[str, str, str], tuple[float, float]] = {}
+        for rnd in range(args.rounds):
+            order = list(trees) if rnd % 2 == 0 else list(reversed(trees))
+            for pattern in patterns:
+                for backend in backends:
+                    for tree in order:
+                        secs, cpu = _spawn(trees[tree], backend, pattern, bootstrap, args.records, topic)
+                        key = (pattern, backend, tree)
+                        old = best.get(key)
+                        best[key] = (min(old[0], secs), min(old[1], cpu)) if old else (secs, cpu)
+            print(f"round {rnd + 1}/{args.rounds} done (load {os.getloadavg()[0]:.1f})", flush=True)
+        print(f"\n{args.records:,} records of 100 bytes; best of {args.rounds} interleaved rounds\n")
+        print(
+            "| pattern | backend | before rec/s | after rec/s | after/before | CPU s/M before | CPU s/M after |"
+        )
+        print("|---|---|---:|---:|---:|---:|---:|")
+        per_m = 1_000_000 / args.records
+        for pattern in patterns:
+            for backend in backends:
+                b_s, b_cpu = best[(pattern, backend, "before")]
+                a_s, a_cpu = best[(pattern, backend, "after")]
+                print(
+                    f"| {pattern} | {backend} | {args.records / b_s:,.0f} | {args.records / a_s:,.0f} "
+                    f"| {b_s / a_s:.3f} | {b_cpu * per_m:.2f} | {a_cpu * per_m:.2f} |"
+                )
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    main()
