@@ -14,18 +14,46 @@ primitives of the library the caller runs under:
 Background tasks belong to a ``TaskOwner``: on asyncio a set of tasks cancelled and
 awaited at close, on trio a task group entered at ``start()`` and left at ``close()``,
 so a client used as ``async with`` leaves no task behind on either backend.
+
+This module is the one place that asks which library runs (``current()``, and the
+primitives below that dispatch on it); code outside ``core/`` uses the primitives and
+never tests for asyncio or trio itself. The primitives exist because the two libraries
+differ where the client needs the same thing:
+
+* ``spawn``: a background task of a client (asyncio: a task of the loop; trio: a task
+  in the client's task group, since no trio task outlives its nursery);
+* ``structured()``: whether tasks must live in a task group of their caller (trio), for
+  the few shells (worker pools, lifecycle steps) that keep a structured variant;
+* ``event_for_run`` / ``lock_for_run`` / ``queue_for_run``: an object made before the
+  run (in ``__init__``, where no library runs yet) swapped for one of the running library;
+* ``wait_any``: until one of several events is set, within a timeout;
+* ``wait_done``: until tasks or futures are done, cancelling none of them;
+* ``stop_task``: let a task end within a grace period, then cancel it and wait for it;
+* ``sleep_until_woken``: a sleep another task cuts short by resolving a future (asyncio
+  resolves it from a timer: no timeout scope on the sender's hot loop);
+* ``deadline``: ``async with`` that cancels its body at a deadline and says so
+  (``expired``) instead of raising;
+* ``shielded``: a cleanup block that the cancellation under way cannot cut short,
+  bounded by its own limit;
+* ``call_later``: a cancellable timer (trio: a sleeping task in the given task group);
+* ``Interruptible``: network I/O another task can cut short, raised as
+  ``asyncio.CancelledError`` on both libraries, told apart from a cancelled caller;
+* ``running_asyncio_loop``: the one-C-call test the await protocol of core's own future
+  types needs on their hot path; nothing outside ``core/`` uses it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import sys
-from collections.abc import Awaitable, Callable, Coroutine, Generator
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Generator, Iterator
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeVar
 
 if TYPE_CHECKING:  # pragma: no cover
+    import anyio.abc
     import trio
 
 __all__ = [
@@ -33,12 +61,31 @@ __all__ = [
     "AsyncioBackend",
     "Backend",
     "FutureCancelledError",
+    "Interruptible",
     "TaskOwner",
     "TrioBackend",
     "TrioFuture",
     "TrioQueue",
+    "call_later",
     "current",
+    "deadline",
+    "event_for_run",
+    "lock_for_run",
+    "queue_for_run",
+    "running_asyncio_loop",
+    "shielded",
+    "sleep_until_woken",
+    "spawn",
+    "stop_task",
+    "structured",
+    "wait_any",
+    "wait_done",
 ]
+
+#: asyncio's running loop or None, one C call: for the await protocol of core's own
+#: future types, whose hot path cannot afford more. Everything else uses ``current()``
+#: or the primitives below.
+running_asyncio_loop: Final = asyncio._get_running_loop
 
 T = TypeVar("T")
 
@@ -596,3 +643,312 @@ async def shield(aw: Awaitable[T]) -> T:
     if asyncio._get_running_loop() is not None:
         return await asyncio.shield(aw)
     return await aw
+
+
+# ---------------------------------------------------------------------------- primitives
+# Each one keeps asyncio's own mechanism as the asyncio path (no wrapper, no extra
+# await) and holds the trio counterpart, so callers never branch on the library.
+
+
+def structured() -> bool:
+    """Whether tasks must live in a task group of their caller (trio). The worker pools
+    and the clients' start/close steps keep a structured variant for that case; any other
+    difference between the libraries belongs in a primitive of this module."""
+    return asyncio._get_running_loop() is None
+
+
+def spawn(owner: TaskOwner | None, coro: Coroutine[Any, Any, T], name: str) -> Any:
+    """Start ``coro`` as a background task of a client; returns the task (``asyncio.Task``
+    surface), or None, with ``coro`` closed, when the client's task group is gone.
+
+    asyncio: a plain task of the running loop, which its owner object cancels and awaits
+    at close (``owner`` is not needed). trio: a task in ``owner``, the client's task group
+    (a trio task cannot outlive the nursery it started in)."""
+    loop = asyncio._get_running_loop()
+    if loop is not None:
+        return loop.create_task(coro, name=name)
+    if owner is None:
+        coro.close()
+        return None
+    return owner.spawn(coro, name)
+
+
+def event_for_run(event: Any) -> Any:
+    """``event`` when the running library can wait on it, else a new event of that
+    library, set if ``event`` was. Events made in ``__init__`` (no library runs yet) are
+    asyncio's; trio needs its own made in the run."""
+    if asyncio._get_running_loop() is not None and isinstance(event, asyncio.Event):
+        return event
+    fresh = current().event()
+    if event is not None and event.is_set():
+        fresh.set()
+    return fresh
+
+
+def lock_for_run(lock: Any) -> Any:
+    """``lock`` when the running library can use it, else a new (free) lock of that library."""
+    if asyncio._get_running_loop() is not None and isinstance(lock, asyncio.Lock):
+        return lock
+    return current().lock()
+
+
+def queue_for_run(queue_: Any) -> Any:
+    """``queue_`` when the running library can use it, else a new empty queue of that
+    library (what was left in the old one is dropped, as a structured run starts afresh)."""
+    if asyncio._get_running_loop() is not None and isinstance(queue_, asyncio.Queue):
+        return queue_
+    return queue()
+
+
+async def wait_any(events: Collection[Any], timeout_s: float) -> None:
+    """Until one of ``events`` is set, at most ``timeout_s``; never raises on timeout."""
+    if asyncio._get_running_loop() is not None:
+        waiters = [asyncio.ensure_future(event.wait()) for event in events]
+        try:
+            await asyncio.wait(waiters, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+        return
+    import anyio
+
+    with anyio.move_on_after(timeout_s):
+        async with anyio.create_task_group() as tg:
+
+            async def one(event: Any) -> None:
+                await event.wait()
+                tg.cancel_scope.cancel()
+
+            for event in events:
+                tg.start_soon(one, event)
+
+
+async def wait_done(aws: Collection[Any], timeout_s: float | None = None) -> None:
+    """Until every task or future in ``aws`` is done, at most ``timeout_s``; cancels none
+    and leaves their outcome to their owner (``asyncio.wait`` semantics)."""
+    if not aws:
+        return
+    if asyncio._get_running_loop() is not None:
+        await asyncio.wait(aws, timeout=timeout_s)
+        return
+    import anyio
+
+    with anyio.move_on_after(math.inf if timeout_s is None else timeout_s):
+        for aw in aws:
+            with contextlib.suppress(Exception):  # its outcome is read by its owner
+                await aw  # awaiting a trio backend task or future never cancels it
+
+
+async def stop_task(task: Any, grace_s: float) -> BaseException | None:
+    """Give ``task`` up to ``grace_s`` to end by itself, then cancel it and wait for its
+    end. Returns the error it ended with (None when it returned or was cancelled); a
+    cancellation of the caller itself is raised."""
+    if asyncio._get_running_loop() is not None:
+        if grace_s > 0:
+            done, _ = await asyncio.wait({task}, timeout=grace_s)
+            if done:
+                return None if task.cancelled() else task.exception()
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            if task.cancelled():
+                return None
+            raise  # the caller was cancelled
+        except Exception as exc:
+            return exc
+        return None
+    import anyio
+
+    if grace_s > 0:
+        with anyio.move_on_after(grace_s):
+            try:
+                await task  # awaiting a TrioTask never cancels it
+            except FutureCancelledError:
+                return None
+            except Exception as exc:
+                return exc
+            return None
+    task.cancel()
+    try:
+        await task
+    except FutureCancelledError:
+        return None
+    except Exception as exc:
+        return exc
+    return None
+
+
+async def sleep_until_woken(wakeup: Any, seconds: float) -> None:
+    """Sleep ``seconds`` (``math.inf``: until woken) unless ``wakeup``, a future of
+    ``loop().create_future()``, is resolved first by whoever wants this task going.
+
+    asyncio: a timer resolves ``wakeup`` at the end (no timeout scope, no extra task);
+    trio: the wait runs in a cancel scope with that deadline."""
+    loop = asyncio._get_running_loop()
+    if loop is None:
+        import anyio
+
+        with anyio.move_on_after(math.inf if seconds == math.inf else max(seconds, 0.0)):
+            await wakeup
+        return
+    handle = None if seconds == math.inf else loop.call_later(max(seconds, 0.0), _resolve_none, wakeup)
+    try:
+        await wakeup
+    finally:
+        if handle is not None:
+            handle.cancel()
+
+
+def _resolve_none(fut: Any) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+class deadline:
+    """``async with deadline(seconds):`` cancels its body after ``seconds`` and then
+    sets ``expired`` instead of raising; a ``TimeoutError`` the body raises itself
+    propagates. asyncio: ``asyncio.timeout``; trio: an anyio cancel scope."""
+
+    __slots__ = ("_cm", "expired", "seconds")
+
+    def __init__(self, seconds: float | None) -> None:
+        self.seconds = seconds
+        self.expired = False
+        self._cm: Any = None
+
+    async def __aenter__(self) -> deadline:
+        if asyncio._get_running_loop() is not None:
+            self._cm = asyncio.timeout(self.seconds)
+            await self._cm.__aenter__()
+        else:
+            import anyio
+
+            self._cm = anyio.move_on_after(math.inf if self.seconds is None else max(self.seconds, 0.0))
+            self._cm.__enter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> bool:
+        cm = self._cm
+        if isinstance(cm, asyncio.Timeout):
+            try:
+                await cm.__aexit__(*exc)
+            except TimeoutError:
+                if cm.expired():
+                    self.expired = True
+                    return True
+                raise
+            return False
+        handled = bool(cm.__exit__(*exc))
+        self.expired = bool(cm.cancelled_caught)
+        return handled
+
+
+@contextlib.contextmanager
+def shielded(limit_s: float) -> Iterator[None]:
+    """A cleanup block (a commit, an abort) that the cancellation under way cannot cut
+    short (anyio's cancel scopes, on either library, cancel every later await), bounded
+    by ``limit_s``, at which it is cancelled and left quietly. A plain ``Task.cancel()``
+    on asyncio still reaches it."""
+    import anyio
+
+    with anyio.CancelScope(shield=True), anyio.move_on_after(limit_s):
+        yield
+
+
+class _TrioTimer:
+    """``call_later`` on trio: a sleeping task; ``cancel()`` is a no-op once it fires
+    (the callback may cancel its own timer, as asyncio's timer handles allow)."""
+
+    __slots__ = ("_fired", "_scope")
+
+    def __init__(self) -> None:
+        import anyio
+
+        self._scope = anyio.CancelScope()
+        self._fired = False
+
+    def cancel(self) -> None:
+        if not self._fired:
+            self._scope.cancel()
+
+    async def _run(self, delay_s: float, callback: Callable[..., object], args: tuple[Any, ...]) -> None:
+        import anyio
+
+        with self._scope:
+            await anyio.sleep(delay_s)
+            self._fired = True
+        if self._fired:
+            callback(*args)
+
+
+def call_later(
+    delay_s: float,
+    callback: Callable[..., object],
+    *args: Any,
+    task_group: anyio.abc.TaskGroup | None = None,
+    name: str = "timer",
+) -> Any:
+    """Call ``callback(*args)`` in ``delay_s``; returns what ``cancel()`` stops.
+
+    asyncio: the loop's timer. trio: a task sleeping in ``task_group`` (the caller's
+    structured run); without one, the timer never fires."""
+    loop = asyncio._get_running_loop()
+    if loop is not None:
+        return loop.call_later(delay_s, callback, *args)
+    timer = _TrioTimer()
+    if task_group is not None:
+        task_group.start_soon(timer._run, delay_s, callback, args, name=name)
+    return timer
+
+
+class Interruptible:
+    """Awaits (network I/O) that another task may cut short with ``interrupt()`` (a close);
+    the cut-short await raises ``asyncio.CancelledError`` on both libraries.
+
+    asyncio: the awaitable runs as a future that ``interrupt()`` cancels; trio: in a
+    cancel scope that ``interrupt()`` cancels. ``caller_cancelled()`` tells the
+    cancellation of the awaiting task itself apart (asyncio; on trio that is
+    ``trio.Cancelled``, never ``asyncio.CancelledError``)."""
+
+    __slots__ = ("_inflight",)
+
+    def __init__(self) -> None:
+        self._inflight: Any = None
+
+    @property
+    def busy(self) -> bool:
+        return self._inflight is not None
+
+    async def run(self, aw: Awaitable[T]) -> T:
+        if asyncio._get_running_loop() is not None:
+            fut = asyncio.ensure_future(aw)
+            self._inflight = fut
+            try:
+                return await fut
+            finally:
+                self._inflight = None
+        import anyio
+
+        scope = anyio.CancelScope()
+        self._inflight = scope
+        try:
+            with scope:
+                return await aw
+        finally:
+            self._inflight = None
+        raise asyncio.CancelledError("interrupted")
+
+    def interrupt(self) -> None:
+        """Cut the await in progress short (nothing when none is)."""
+        if self._inflight is not None:
+            self._inflight.cancel()
+
+    @staticmethod
+    def caller_cancelled() -> bool:
+        """Whether the task running this was itself cancelled (so a ``CancelledError``
+        is not only the interruption)."""
+        if asyncio._get_running_loop() is None:
+            return False
+        task = asyncio.current_task()
+        return task is not None and task.cancelling() > 0
