@@ -70,6 +70,7 @@ from aiokafka_lite.consume.groups.membership import (
     RemovePartitions,
     ThawPartitions,
 )
+from aiokafka_lite.consume.groups.session_clock import SessionClock
 from aiokafka_lite.core.errors import (
     ClosedError,
     CommitFailedError,
@@ -413,10 +414,7 @@ class ConsumerMembership:
         # answer last proved the session alive.
         self.session_timeout_ms = DEFAULT_SESSION_TIMEOUT_MS
         self._session_timeout_asked = False
-        self._session_alive_at = now
-        self.session_expired = False
-        self._thaw_pending = False
-        self.sessions_expired = 0
+        self._session = SessionClock(now)
 
     # ------------------------------------------------------------------ introspection
     @property
@@ -457,12 +455,23 @@ class ConsumerMembership:
         return min(deadlines) if deadlines else None
 
     # ------------------------------------------------------------------ session
+    @property
+    def session_expired(self) -> bool:
+        """The session ran out (no heartbeat answer for the group's session timeout); the
+        partitions held are frozen until the coordinator answers."""
+        return self._session.expired
+
+    @property
+    def sessions_expired(self) -> int:
+        """How many times the session ran out."""
+        return self._session.expirations
+
     def session_deadline(self) -> float | None:
         """When the broker has surely fenced this member if no heartbeat answer proves its
         session alive before (None: not a member now)."""
-        if self.state not in _MEMBER or self.epoch <= 0 or self.session_expired:
+        if self.state not in _MEMBER or self.epoch <= 0 or self._session.expired:
             return None
-        return self._session_alive_at + self.session_timeout_ms
+        return self._session.deadline(self.session_timeout_ms)
 
     def expire_session(self, now: float) -> list[ConsumerAction]:
         """Past ``session_deadline``: stop handing out records of the partitions held
@@ -478,13 +487,11 @@ class ConsumerMembership:
             "is handed out until the coordinator answers",
             self.settings.group_id,
             self.member_id,
-            now - self._session_alive_at,
+            now - self._session.alive_at,
             self.session_timeout_ms,
             sorted(self.owned),
         )
-        self.sessions_expired += 1
-        self.session_expired = True
-        self._thaw_pending = False
+        self._session.expire()
         self._coordinator_lost()
         self._next_heartbeat = now
         return [FreezePartitions(frozenset(self.owned))] if self.owned else []
@@ -542,8 +549,7 @@ class ConsumerMembership:
         expired = self.expire_session(now)
         if expired:
             return expired
-        if self._thaw_pending:
-            self._thaw_pending = False
+        if self._session.take_thaw():
             if self.owned and self.state in _MEMBER:
                 return [ThawPartitions(frozenset(self.owned))]
         st = self.state
@@ -901,10 +907,7 @@ class ConsumerMembership:
 
     def _accepted(self, resp: ConsumerGroupHeartbeatResponse, carried: _Sent, now: float) -> bool:
         self._reset_backoff()
-        self._session_alive_at = now
-        if self.session_expired:  # the coordinator kept the session: hand records out again
-            self.session_expired = False
-            self._thaw_pending = True
+        if self._session.alive(now):  # the coordinator kept the session: hand records out again
             log.info("group %s: the coordinator kept this member's session", self.settings.group_id)
         if resp.member_id:
             self.member_id = resp.member_id
@@ -959,8 +962,7 @@ class ConsumerMembership:
         )
         self.state = ConsumerMemberState.FENCED
         self.epoch = JOIN_EPOCH
-        self.session_expired = False  # answered: the partitions are lost
-        self._thaw_pending = False
+        self._session.lost()  # answered: the partitions are lost
         self._attempt += 1
         self._incarnation += 1
         self._sent = None

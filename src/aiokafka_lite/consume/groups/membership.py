@@ -58,6 +58,7 @@ from aiokafka_lite.consume.groups.protocol import (
     decode_assignment,
     encode_subscription,
 )
+from aiokafka_lite.consume.groups.session_clock import SessionClock
 from aiokafka_lite.core.errors import (
     CommitFailedError,
     ConfigError,
@@ -403,10 +404,7 @@ class Membership:
         # Session clock (see the module docstring): when the broker last proved our
         # session alive; whether it has run out since (partitions frozen until the
         # coordinator answers), and whether a surviving session's partitions are to thaw.
-        self._session_alive_at = now
-        self.session_expired = False
-        self._thaw_pending = False
-        self.sessions_expired = 0
+        self._session = SessionClock(now)
         # leader bookkeeping: partition counts the assignment was computed from
         self.is_leader = False
         self.assigned_topic_counts: dict[str, int] = {}
@@ -460,15 +458,26 @@ class Membership:
         return min(deadlines) if deadlines else None
 
     # ------------------------------------------------------------------ session
+    @property
+    def session_expired(self) -> bool:
+        """The session ran out (no answer for ``session_timeout_ms``); the partitions held
+        are frozen until the coordinator answers."""
+        return self._session.expired
+
+    @property
+    def sessions_expired(self) -> int:
+        """How many times the session ran out."""
+        return self._session.expirations
+
     def session_deadline(self) -> float | None:
         """When the broker has surely expired this member if no answer proves its session
         alive before (None: no session to lose now). Not while a JoinGroup is in flight:
         the broker keeps a member waiting for a join alive for the rebalance timeout."""
-        if self.generation < 0 or not self.member_id or self.session_expired:
+        if self.generation < 0 or not self.member_id or self._session.expired:
             return None
         if self.state in (MemberState.JOINING, MemberState.CLOSED, MemberState.FAILED):
             return None
-        return self._session_alive_at + self.settings.session_timeout_ms
+        return self._session.deadline(self.settings.session_timeout_ms)
 
     def expire_session(self, now: float) -> list[Action]:
         """Past ``session_deadline``: stop handing out records of the partitions held
@@ -484,23 +493,17 @@ class Membership:
             "handed out until the coordinator answers",
             self.settings.group_id,
             self.member_id,
-            now - self._session_alive_at,
+            now - self._session.alive_at,
             self.settings.session_timeout_ms,
             sorted(self.owned),
         )
-        self.sessions_expired += 1
-        self.session_expired = True
-        self._thaw_pending = False
+        self._session.expire()
         self._coordinator_lost(now)
         return [FreezePartitions(frozenset(self.owned))] if self.owned else []
 
     def _session_alive(self, now: float) -> None:
-        self._session_alive_at = now
-        if self.session_expired:
-            self.session_expired = False
-            self._thaw_pending = self.generation >= 0
-            if self._thaw_pending:
-                log.info("group %s: the coordinator kept this member's session", self.settings.group_id)
+        if self._session.alive(now, partitions_kept=self.generation >= 0):
+            log.info("group %s: the coordinator kept this member's session", self.settings.group_id)
 
     # ------------------------------------------------------------------ inputs from the app
     def update_subscription(self, topics: Iterable[str], subscribed: bool = True) -> None:
@@ -543,8 +546,7 @@ class Membership:
         expired = self.expire_session(now)
         if expired:
             return expired
-        if self._thaw_pending:
-            self._thaw_pending = False
+        if self._session.take_thaw():
             if self.owned and self.generation >= 0:
                 return [ThawPartitions(frozenset(self.owned))]
         if self.state in (
@@ -1083,8 +1085,7 @@ class Membership:
         self.rejoin_reason = reason
 
     def _reset_generation(self, *, reset_member_id: bool) -> None:
-        self.session_expired = False  # answered: expired; the owned partitions are lost
-        self._thaw_pending = False
+        self._session.lost()  # answered: expired; the owned partitions are lost
         self.generation = -1
         self.protocol_name = None
         self.leader_id = None
