@@ -470,7 +470,17 @@ class Consumer:
         for tp, recs in out.items():
             by_topic[tp.topic] = by_topic.get(tp.topic, 0) + len(recs)
 
+    def cursor_position(self) -> int | None:
+        """The position of the current chunk's partition (the consumer is the
+        :class:`~aiokafka_lite.consume.subscription.PositionCursor` its state follows):
+        the offset after the last record handed out of it."""
+        i = self._idx
+        return self._recs[i - 1][2] + 1 if i else None
+
     def _drop_chunk(self) -> None:
+        st = self._cur_st
+        if st is not None:
+            st.settle()  # before the chunk is forgotten: the position it reached stays
         # Records handed out one by one are counted per chunk, here (not per record).
         cf = self._cur_cf
         if cf is not None and self._idx:
@@ -692,13 +702,11 @@ class Consumer:
                 fetcher.halted.add(tp)
                 raise
             if recs:
-                st.position_epoch = recs[0].leader_epoch
                 return cf, st, recs
             # Exhausted: move past trailing control/aborted/compacted offsets.
             if cf.next_fetch_offset > pos:
-                st.position = cf.next_fetch_offset
-                if cf.last_epoch is not None:
-                    st.position_epoch = cf.last_epoch
+                epoch = cf.last_epoch
+                st.advance(cf.next_fetch_offset, st.position_epoch if epoch is None else epoch)
             if cf.error is not None:
                 fetcher.halted.add(tp)
                 raise cf.error  # the completed fetch stays: raised again until a seek
@@ -713,7 +721,6 @@ class Consumer:
         if i < self._stop and not _otel.enabled:
             rec = self._recs[i]
             self._idx = i + 1
-            self._cur_st.position = rec[2] + 1  # type: ignore[union-attr]
             return rec
         if _otel.enabled and (tracing := _otel.of(self)) is not None:
             return await tracing.next_record(self, self._next_record)
@@ -725,7 +732,6 @@ class Consumer:
         if i < self._stop:
             rec = self._recs[i]
             self._idx = i + 1
-            self._cur_st.position = rec[2] + 1  # type: ignore[union-attr]
             return rec
         if i < len(self._recs):
             # A fairness check point inside the chunk. Yield *before* handing the record
@@ -736,7 +742,6 @@ class Consumer:
             self._stop = min(len(self._recs), i + self._pacer.every)
             rec = self._recs[i]
             self._idx = i + 1
-            self._cur_st.position = rec[2] + 1  # type: ignore[union-attr]
             return rec
         return await self._next_slow()
 
@@ -771,9 +776,10 @@ class Consumer:
                 self._recs = recs
                 self._idx = 1
                 self._stop = min(len(recs), 1 + self._pacer.every)
-                rec = recs[0]
-                st.position = rec[2] + 1
-                return rec
+                # The position follows the records handed out (cursor_position) until
+                # the chunk is dropped: no write per record.
+                st.follow(self, recs[0].leader_epoch)
+                return recs[0]
             await ready.wait()
             self._pacer.rested()
 
@@ -844,7 +850,7 @@ class Consumer:
                     if len(recs) > room:
                         cf.give_back(recs[room:])
                         recs = recs[:room]
-                    st.position = recs[-1][2] + 1
+                    st.advance(recs[-1][2] + 1, recs[0].leader_epoch)
                     got = out.get(cf.tp)
                     if got is None:
                         out[cf.tp] = recs

@@ -26,6 +26,7 @@ from aiokafka_lite.core.structs import TopicPartition
 __all__ = [
     "OffsetAndMetadata",
     "PartitionState",
+    "PositionCursor",
     "SubscriptionListener",
     "SubscriptionState",
     "SubscriptionType",
@@ -61,28 +62,45 @@ class SubscriptionListener(Protocol):
         """Assignment, pause flags or subscription changed: fetchers may need to wake up."""
 
 
+class PositionCursor(Protocol):
+    """Whoever hands out the records of one partition one at a time (the consumer's current
+    chunk), followed by that partition's position instead of writing it per record."""
+
+    def cursor_position(self) -> int | None:
+        """The offset after the last record handed out (None: none handed out yet)."""
+
+
 class PartitionState:
-    """Mutable per-partition state. Attribute access is the hot path, hence ``__slots__``.
+    """Per-partition state. Attribute access is the hot path, hence ``__slots__``.
 
     ``position`` is the offset of the next record to hand to the user (``None`` until
     known). ``position_epoch`` is the leader epoch of the last consumed record (or of
     the committed offset) and is what KIP-320 validation checks against.
+
+    The position has one owner: it changes only through the methods here and those of
+    :class:`SubscriptionState` (seek, reset). While the consumer hands out the records of
+    a chunk one by one it does not write the position per record: the state *follows* the
+    consumer's :class:`PositionCursor` (``follow``) until the chunk ends (``settle``), and
+    ``position`` reads through it. The fetcher writes only what the leader reports
+    (``high_watermark``, ``last_stable_offset``, ``log_start_offset``).
     """
 
     __slots__ = (
+        "_cursor",
+        "_position",
         "awaiting_validation",
         "high_watermark",
         "last_stable_offset",
         "log_start_offset",
         "paused",
-        "position",
         "position_epoch",
         "reset_requested",
         "reset_to",
     )
 
     def __init__(self) -> None:
-        self.position: int | None = None
+        self._position: int | None = None
+        self._cursor: PositionCursor | None = None
         self.position_epoch: int | None = None
         self.paused = False
         # True once OFFSET_OUT_OF_RANGE (or a seek_to_*) asked for auto_offset_reset /
@@ -95,6 +113,42 @@ class PartitionState:
         self.high_watermark = -1
         self.last_stable_offset = -1
         self.log_start_offset = -1
+
+    @property
+    def position(self) -> int | None:
+        cursor = self._cursor
+        if cursor is not None:
+            at = cursor.cursor_position()
+            if at is not None:
+                return at
+        return self._position
+
+    def advance(self, next_offset: int, epoch: int | None) -> None:
+        """Records up to ``next_offset`` were consumed (``epoch``: the leader epoch of the
+        last one); the consumer's path, for a batch handed out at once."""
+        self._position = next_offset
+        self.position_epoch = epoch
+
+    def follow(self, cursor: PositionCursor, epoch: int | None) -> None:
+        """From now on the position is where ``cursor`` is (records of leader epoch
+        ``epoch`` are handed out one by one), until ``settle``."""
+        self._cursor = cursor
+        self.position_epoch = epoch
+
+    def settle(self) -> None:
+        """Stop following the cursor, keeping the position it reached."""
+        cursor = self._cursor
+        if cursor is not None:
+            self._cursor = None
+            at = cursor.cursor_position()
+            if at is not None:
+                self._position = at
+
+    def _move(self, offset: int | None, epoch: int | None) -> None:
+        """Set from outside the consuming path (seek, reset): the cursor is left behind."""
+        self._cursor = None
+        self._position = offset
+        self.position_epoch = epoch
 
     def __repr__(self) -> str:
         return (
@@ -330,8 +384,7 @@ class SubscriptionState:
         if offset < 0:
             raise ValueError(f"invalid offset {offset} for {tp.topic}-{tp.partition}")
         st = self.state(tp)
-        st.position = offset
-        st.position_epoch = leader_epoch
+        st._move(offset, leader_epoch)
         st.reset_requested = False
         st.reset_to = None
         st.awaiting_validation = leader_epoch is not None
@@ -344,8 +397,7 @@ class SubscriptionState:
         if to not in (None, "earliest", "latest"):
             raise IllegalStateError(f"invalid reset target {to!r}")
         st = self.state(tp)
-        st.position = None
-        st.position_epoch = None
+        st._move(None, None)
         st.reset_requested = True
         st.reset_to = to
         st.awaiting_validation = False
@@ -357,12 +409,19 @@ class SubscriptionState:
         self.seek(tp, offset)
         self._partitions[tp].position_epoch = leader_epoch
 
-    def mark_for_validation(self, tp: TopicPartition) -> None:
-        """Ask for an OffsetForLeaderEpoch check of the position (after a leader change)."""
+    def hold_for_validation(self, tp: TopicPartition) -> None:
+        """Stop fetching ``tp`` until its position is validated (OffsetForLeaderEpoch, after
+        a leader change) or, after a truncation the user must see, until a seek. Quiet:
+        the fetcher, the caller, wakes what must act."""
         st = self._partitions.get(tp)
-        if st is not None and st.position is not None and st.position_epoch is not None:
+        if st is not None:
             st.awaiting_validation = True
-            self._notify_changed()
+
+    def use_reset_policy(self, tp: TopicPartition) -> None:
+        """No committed offset: the missing position of ``tp`` comes from auto_offset_reset."""
+        st = self._partitions.get(tp)
+        if st is not None and st.position is None:
+            st.reset_requested = True
 
     def complete_validation(self, tp: TopicPartition) -> None:
         st = self._partitions.get(tp)

@@ -315,7 +315,7 @@ class Fetcher:
                 # New leader: check our position is still on its log before fetching (KIP-320).
                 self.buffer.drop((tp,))
                 self._reset_fetch_state(tp)
-                st.awaiting_validation = True
+                self._sub.hold_for_validation(tp)
                 self._resolve_event.set()
                 continue
             topic_id = ZERO_UUID
@@ -639,7 +639,7 @@ class Fetcher:
                 "position may have been lost or replaced. Seek to resume.",
                 {tp: end_offset if end_offset is not None else -1},
             )
-            st.awaiting_validation = True  # not fetchable until the user seeks
+            self._sub.hold_for_validation(tp)  # not fetchable until the user seeks
             self.data_ready.set()
             return
         if end_offset is None:
@@ -714,12 +714,10 @@ class Fetcher:
                     if om is not None and om.offset >= 0:
                         sub.seek(tp, om.offset, om.leader_epoch)
                     else:
-                        st.reset_requested = True
+                        sub.use_reset_policy(tp)
         else:
             for tp in missing:
-                st = sub.get_state(tp)
-                if st is not None and st.position is None:
-                    st.reset_requested = True
+                sub.use_reset_policy(tp)
         lookups: dict[TopicPartition, int] = {}
         for tp in missing:
             st = sub.get_state(tp)
