@@ -354,12 +354,6 @@ def _consumer_of(workers: object) -> Any:
     return getattr(workers, "consumer", None) or getattr(workers, "_consumer", None)
 
 
-def _api_name(api_key: int) -> str:
-    from aiokafka_lite.net.connection import api_name
-
-    return api_name(api_key)
-
-
 class _Collector:
     def __init__(self) -> None:
         self._points: dict[str, dict[Attrs, Point]] = {name: {} for name in SPECS}
@@ -422,7 +416,7 @@ def collect(*clients: object, names: Iterable[str] | None = None) -> list[Metric
         client_snap = snap.get("client", snap)
         if net is not None and id(net) not in seen_net:
             seen_net.add(id(net))
-            _collect_client(out, base, client_snap)
+            _collect_client(out, base, client_snap, net.describe_api)
         if kind == "producer":
             _collect_producer(out, base, snap)
         elif kind in ("consumer", "share_consumer"):
@@ -434,7 +428,10 @@ def collect(*clients: object, names: Iterable[str] | None = None) -> list[Metric
     return families
 
 
-def _collect_client(out: _Collector, base: dict[str, Any], snap: dict[str, Any]) -> None:
+def _collect_client(
+    out: _Collector, base: dict[str, Any], snap: dict[str, Any], api_name: Callable[[int], str]
+) -> None:
+    """``api_name``: the network client's own naming of API keys (core knows no protocol)."""
     out.add("aiokafka_lite.client.retries", base, snap.get("retries", 0))
     for kind, n in snap.get("errors_by_type", {}).items():
         out.add("aiokafka_lite.client.errors", {**base, "error.type": kind}, n)
@@ -452,7 +449,7 @@ def _collect_client(out: _Collector, base: dict[str, Any], snap: dict[str, Any])
         out.add("aiokafka_lite.disconnects", broker, b["disconnects"])
         out.add("aiokafka_lite.throttle.time", broker, b["throttle_ms_total"] / 1000)
         for api, hist in b.get("latency_by_api", {}).items():
-            api_attrs = {**broker, "kafka.api.name": _api_name(api)}
+            api_attrs = {**broker, "kafka.api.name": api_name(api)}
             out.add("aiokafka_lite.request.duration", api_attrs, _hist(hist))
             op = operation_for_api(api)
             if op is not None:
@@ -463,7 +460,7 @@ def _collect_client(out: _Collector, base: dict[str, Any], snap: dict[str, Any])
                 }
                 out.add("messaging.client.operation.duration", op_attrs, _hist(hist))
         for api, n in b.get("errors_by_api", {}).items():
-            out.add("aiokafka_lite.request.errors", {**broker, "kafka.api.name": _api_name(api)}, n)
+            out.add("aiokafka_lite.request.errors", {**broker, "kafka.api.name": api_name(api)}, n)
 
 
 def _collect_producer(out: _Collector, base: dict[str, Any], snap: dict[str, Any]) -> None:

@@ -17,7 +17,6 @@ directly; the pools only call them:
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from aiokafka_lite.core import concurrency
 from aiokafka_lite.core.errors import ConfigError, KafkaError, KafkaTimeoutError
 from aiokafka_lite.core.structs import TopicPartition
 
@@ -176,22 +176,10 @@ async def call_handler(handler: Callable[[Any], Any], record: Any, timeout_ms: f
     if timeout_ms is None:
         await result
         return
-    if asyncio._get_running_loop() is None:  # trio: the deadline is a cancel scope
-        import anyio
-
-        with anyio.move_on_after(timeout_ms / 1000) as scope:
-            await result
-        if scope.cancelled_caught:
-            raise HandlerTimeoutError(timeout_ms)
-        return
-    deadline = asyncio.timeout(timeout_ms / 1000)
-    try:
-        async with deadline:
-            await result
-    except TimeoutError as exc:
-        if deadline.expired():
-            raise HandlerTimeoutError(timeout_ms) from exc
-        raise
+    async with concurrency.deadline(timeout_ms / 1000) as limit:
+        await result
+    if limit.expired:
+        raise HandlerTimeoutError(timeout_ms)
 
 
 async def decide(callback: FailureCallback, report: FailureReport) -> FailureDecision:

@@ -290,7 +290,7 @@ class OrderedWorkers:
         if coordinator is None:
             raise ConfigError("OrderedWorkers needs a consumer with a group_id (it commits offsets)")
         self._running = True
-        if asyncio._get_running_loop() is None:
+        if _backend.structured():
             await self._run_structured(coordinator)
             return
         self._stopping.clear()
@@ -428,23 +428,15 @@ class OrderedWorkers:
         self._paused_on_failure[tp] = timer
 
     def _resume_later(self, delay_s: float, tp: TopicPartition) -> Any:
-        """Call ``resume_partition(tp)`` in ``delay_s``; returns what ``cancel()`` stops."""
-        if asyncio._get_running_loop() is not None:
-            return asyncio.get_running_loop().call_later(delay_s, self.resume_partition, tp)
-        import anyio
-
-        scope = anyio.CancelScope()
-
-        async def later() -> None:
-            with scope:
-                await anyio.sleep(delay_s)
-                if self._paused_on_failure.get(tp) is scope:
-                    self._paused_on_failure[tp] = None  # resume must not cancel the scope it runs in
-                self.resume_partition(tp)
-
-        if self._task_group is not None:
-            self._task_group.start_soon(later, name=f"ordered-workers-resume-{tp.topic}-{tp.partition}")
-        return scope
+        """Call ``resume_partition(tp)`` in ``delay_s``; returns what ``cancel()`` stops
+        (on trio a task in ``run``'s task group)."""
+        return _backend.call_later(
+            delay_s,
+            self.resume_partition,
+            tp,
+            task_group=self._task_group,
+            name=f"ordered-workers-resume-{tp.topic}-{tp.partition}",
+        )
 
     # ------------------------------------------------------------------ feeding
     async def _feed(self) -> None:
@@ -759,15 +751,13 @@ class OrderedWorkers:
                 p.abandoned = True  # start nothing new, give up retries
                 p.queue.clear()
             if interrupted:
-                import anyio
-
                 config = getattr(self._consumer, "config", None)
                 limit_s = getattr(config, "default_api_timeout_ms", 60_000) / 1000
-                with anyio.CancelScope(shield=True), anyio.move_on_after(limit_s):
+                with _backend.shielded(limit_s):
                     if workers:  # asyncio: cut the in-flight handlers short (trio: the scope did)
                         for w in workers:
                             w.cancel()
-                        await asyncio.gather(*workers, return_exceptions=True)
+                        await _backend.gather(*workers, return_exceptions=True)
                     await self._finish_shutdown()
             else:
                 await self._finish_shutdown()

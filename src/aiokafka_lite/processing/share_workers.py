@@ -232,7 +232,7 @@ class ShareWorkers:
         Raises ``FailureThresholdError`` when the failure-threshold callback said stop.
         """
         self._failure = None
-        if asyncio._get_running_loop() is None:
+        if _backend.structured():
             await self._run_structured()
             return
         workers = [
@@ -289,22 +289,11 @@ class ShareWorkers:
             raise self._failure
 
     def _resume_later(self, delay_s: float) -> Any:
-        """Call ``resume`` in ``delay_s``; returns what ``cancel()`` stops."""
-        if asyncio._get_running_loop() is not None:
-            return asyncio.get_running_loop().call_later(delay_s, self.resume)
-        import anyio
-
-        scope = anyio.CancelScope()
-
-        async def later() -> None:
-            with scope:
-                await anyio.sleep(delay_s)
-                self._resume_timer = None  # resume() must not cancel the scope it runs in
-                self.resume()
-
-        if self._task_group is not None:
-            self._task_group.start_soon(later, name="share-workers-resume")
-        return scope
+        """Call ``resume`` in ``delay_s``; returns what ``cancel()`` stops (on trio a
+        task in ``run``'s task group)."""
+        return _backend.call_later(
+            delay_s, self.resume, task_group=self._task_group, name="share-workers-resume"
+        )
 
     def _release_queued(self) -> None:
         """``run`` is left (cancelled, or failed): records polled but never started go

@@ -109,7 +109,7 @@ class TransactSession:
             bootstrap_servers, transactional_id=transactional_id, **dict(producer_options or {})
         )
         # Serialises the transaction's end (commit, abort, rebalance callbacks).
-        self._lock: Any = asyncio.Lock()  # on trio, the backend's lock (made at start)
+        self._lock: Any = asyncio.Lock()  # swapped at start for one of the running library
         self._open = False
         #: The open transaction was aborted by a rebalance (commit() reports False).
         self._doomed = False
@@ -138,8 +138,7 @@ class TransactSession:
     async def start(self) -> None:
         # The producer first: its InitProducerId aborts a previous incarnation's open
         # transaction, whose pending offsets would otherwise stall our offset fetches.
-        if asyncio._get_running_loop() is None:
-            self._lock = _backend.lock()  # trio: a lock of this run
+        self._lock = _backend.lock_for_run(self._lock)
         await self.producer.start()
         try:
             await self.consumer.start()
@@ -300,11 +299,9 @@ class TransactSession:
         later round joining the same transaction. Abort it (rewinding the input), shielded
         from the cancellation under way and bounded by the consumer's
         ``default_api_timeout_ms``; if that does not complete, the next ``poll`` aborts first."""
-        import anyio
-
         self._must_abort = True
         limit_s = self.consumer.config.default_api_timeout_ms / 1000
-        with anyio.CancelScope(shield=True), anyio.move_on_after(limit_s):
+        with _backend.shielded(limit_s):
             try:
                 await self.abort()
             except E.KafkaError as exc:

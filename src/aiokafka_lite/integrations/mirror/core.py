@@ -45,6 +45,7 @@ from aiokafka_lite.admin import Admin
 from aiokafka_lite.consume import Consumer, Record
 from aiokafka_lite.consume.consumer_config import ConsumerConfig
 from aiokafka_lite.consume.subscription import OffsetAndMetadata
+from aiokafka_lite.core import concurrency
 from aiokafka_lite.core import errors as E
 from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.integrations.mirror.naming import (
@@ -282,7 +283,7 @@ class Mirror:
             raise E.ClosedError("mirror is closed")
         if self._started:
             return
-        if asyncio._get_running_loop() is None:
+        if concurrency.structured():  # its tasks are free asyncio tasks, not in a task group
             raise E.IllegalStateError(
                 "Mirror runs on asyncio only (not on trio): start it under asyncio.run() or "
                 "anyio.run(..., backend='asyncio')"
@@ -410,12 +411,10 @@ class Mirror:
             # every later await: a commit cut short would leave an exactly-once
             # transaction holding its positions open until it times out. A second
             # Task.cancel() still gives up; the delivery timeout bounds the wait.
-            import anyio
-
             producer = self._producer
             limit_s = producer.config.delivery_timeout_ms / 1000 if producer is not None else 0
             try:
-                with anyio.CancelScope(shield=True), anyio.move_on_after(limit_s):
+                with concurrency.shielded(limit_s):
                     with contextlib.suppress(E.KafkaError):
                         await self._finish()
             except asyncio.CancelledError:
