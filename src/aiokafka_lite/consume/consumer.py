@@ -242,7 +242,7 @@ class Consumer:
         """
         if _otel.enabled:
             _otel.end_iteration(self)  # the last record's process span
-        if asyncio._get_running_loop() is None:
+        if _backend.structured():
             # trio: no task outside a task group; the first close runs in its caller, which
             # must be the task that started the client (its nursery lives there): refuse
             # any other before anything is closed, so the consumer stays usable.
@@ -260,8 +260,8 @@ class Consumer:
                 await done.wait()
             return
         if self._close_task is None:
-            self._close_task = asyncio.ensure_future(self._close())
-        await asyncio.shield(self._close_task)
+            self._close_task = _backend.spawn(None, self._close(), "aiokafka_lite.consumer.close")
+        await _backend.shield(self._close_task)
 
     async def _close(self) -> None:
         self._closing = True
@@ -373,13 +373,10 @@ class Consumer:
         if self._sub.subscription_type is not SubscriptionType.PATTERN:
             return
         if self._pattern_task is None or self._pattern_task.done():
-            if asyncio._get_running_loop() is None:
-                owner = self._client._owner
-                if owner is not None:
-                    self._pattern_task = owner.spawn(self._pattern_refresh(), "consumer.pattern-refresh")
-                return
-            self._pattern_task = asyncio.ensure_future(self._pattern_refresh())
-            self._pattern_task.set_name("aiokafka_lite.consumer.pattern-refresh")
+            # None on trio once the client's task group is gone: nothing left to refresh for.
+            self._pattern_task = _backend.spawn(
+                self._client._owner, self._pattern_refresh(), "aiokafka_lite.consumer.pattern-refresh"
+            )
 
     async def _pattern_refresh(self) -> None:
         """Pattern subscriptions need the full topic list, which routine refreshes do not fetch."""

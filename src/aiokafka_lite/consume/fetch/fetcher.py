@@ -129,20 +129,15 @@ class Fetcher:
         self._resolver = self._spawn(self._resolve_loop(), "aiokafka_lite.fetcher.positions")
         self._wake()
 
-    def _spawn(self, coro: Coroutine[Any, Any, T], name: str | None = None) -> asyncio.Task[T]:
-        """asyncio: a plain task (cancelled and awaited by ``close()``); trio: a task in
-        the client's task group (the consumer closes its client after the fetcher)."""
-        if asyncio._get_running_loop() is not None:
-            task = asyncio.ensure_future(coro)
-            if name is not None:
-                task.set_name(name)
-            return task
-        owner = self._client._owner
-        if owner is None:
-            coro.close()
+    def _spawn(
+        self, coro: Coroutine[Any, Any, T], name: str = "aiokafka_lite.fetcher.helper"
+    ) -> asyncio.Task[T]:
+        """A background task, cancelled and awaited by ``close()`` (on trio it lives in the
+        client's task group; the consumer closes its client after the fetcher)."""
+        task: asyncio.Task[T] | None = _backend.spawn(self._client._owner, coro, name)
+        if task is None:
             raise E.ClosedError("the consumer's client is closed")
-        handle: asyncio.Task[T] = owner.spawn(coro, name or "aiokafka_lite.fetcher.helper")
-        return handle
+        return task
 
     async def close(self, *, close_sessions: bool = True) -> None:
         """Stop every task (awaited), then close broker-side fetch sessions best-effort."""
@@ -441,16 +436,8 @@ class Fetcher:
             self._process(node, plan, response, gens, loop.time())
 
     async def _wait_space(self, event: asyncio.Event) -> None:
-        if asyncio._get_running_loop() is None:
-            await _wait_either_trio(self._space, event, 1.0)
-            return
-        waiter = asyncio.ensure_future(self._space.wait())
-        other = asyncio.ensure_future(event.wait())
-        try:
-            await asyncio.wait((waiter, other), timeout=1.0, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            waiter.cancel()
-            other.cancel()
+        """Until the consumer frees buffer space or the loop is woken, at most 1 s."""
+        await _backend.wait_any((self._space, event), 1.0)
 
     def _evict_paused(self, needed: int) -> bool:
         """Under budget pressure, drop data buffered for paused partitions (refetched on resume)."""
@@ -816,18 +803,3 @@ class Fetcher:
             self._positions_changed.clear()
             self._resolve_event.set()
             await self._wait(self._positions_changed, min(remaining, 1.0))
-
-
-async def _wait_either_trio(a: Any, b: Any, timeout_s: float) -> None:
-    """trio: until either event is set, at most ``timeout_s``."""
-    import anyio
-
-    with anyio.move_on_after(timeout_s):
-        async with anyio.create_task_group() as tg:
-
-            async def one(event: Any) -> None:
-                await event.wait()
-                tg.cancel_scope.cancel()
-
-            tg.start_soon(one, a)
-            tg.start_soon(one, b)

@@ -33,7 +33,6 @@ end at the session's deadline, so they never hold it past that point.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 import time
@@ -182,7 +181,8 @@ class GroupCoordinator:
         self._app_idle.set()
         self._main_task: asyncio.Task[None] | None = None
         self._hb_task: asyncio.Task[None] | None = None
-        self._inflight: asyncio.Future[Any] | None = None
+        # Network I/O of the main loop, which ``close`` cuts short.
+        self._io_guard = _backend.Interruptible()
         self._step: Action | None = None  # the action being executed (named when close times out)
         self._closing = False
         self._closed = False
@@ -257,15 +257,12 @@ class GroupCoordinator:
         self._m.polled(self._now())
         self._sync_subscription()
         self._sub.add_listener(self)
-        if asyncio._get_running_loop() is None:  # trio: in the client's task group
-            owner = getattr(self._client, "_owner", None)
-            if owner is None:
-                raise ClosedError("the group's client is not started")
-            self._main_task = owner.spawn(self._main_loop(), f"group-{self.group_id}")
-            self._hb_task = owner.spawn(self._heartbeat_loop(), f"group-{self.group_id}-heartbeat")
-            return
-        self._main_task = asyncio.create_task(self._main_loop(), name=f"group-{self.group_id}")
-        self._hb_task = asyncio.create_task(self._heartbeat_loop(), name=f"group-{self.group_id}-heartbeat")
+        # On trio the tasks live in the client's task group (None: not started).
+        owner = getattr(self._client, "_owner", None)
+        self._main_task = _backend.spawn(owner, self._main_loop(), f"group-{self.group_id}")
+        if self._main_task is None:
+            raise ClosedError("the group's client is not started")
+        self._hb_task = _backend.spawn(owner, self._heartbeat_loop(), f"group-{self.group_id}-heartbeat")
 
     async def close(self, timeout_ms: float = 30000) -> None:
         """Revoke partitions (commit first when auto-commit is on), leave the group
@@ -277,8 +274,7 @@ class GroupCoordinator:
         try:
             self._closing = True
             self._kick()
-            if self._inflight is not None:
-                self._inflight.cancel()
+            self._io_guard.interrupt()
             deadline = self._now() + timeout_ms
             if self._main_task is not None:
                 await self._stop_task(self._main_task, timeout_ms)
@@ -333,35 +329,9 @@ class GroupCoordinator:
         return f"{name} {why}"
 
     async def _stop_task(self, task: asyncio.Task[None], grace_ms: float) -> None:
-        if asyncio._get_running_loop() is None:
-            await self._stop_trio_task(task, grace_ms)
-            return
-        if grace_ms > 0:
-            done, _ = await asyncio.wait({task}, timeout=grace_ms / 1000)
-            if done:
-                if not task.cancelled() and task.exception() is not None:
-                    log.debug("group task ended with %r", task.exception())  # already recorded as a crash
-                return
-        task.cancel()
-        try:
-            await task
-        except asyncio.CancelledError:
-            if task.cancelled():
-                return
-            raise  # we ourselves were cancelled
-        except Exception as exc:  # already recorded as a crash
-            log.debug("group task ended with %r", exc)
-
-    async def _stop_trio_task(self, task: Any, grace_ms: float) -> None:
-        import anyio
-
-        if grace_ms > 0:
-            with anyio.move_on_after(grace_ms / 1000):
-                with contextlib.suppress(Exception):  # a crash is already recorded
-                    await task  # awaiting a TrioTask never cancels it
-        task.cancel()
-        with contextlib.suppress(Exception):  # cancelled (FutureCancelledError) or crashed
-            await task
+        err = await _backend.stop_task(task, grace_ms / 1000)
+        if err is not None:  # already recorded as a crash
+            log.debug("group task ended with %r", err)
 
     async def __aenter__(self) -> GroupCoordinator:
         await self.start()
@@ -548,36 +518,12 @@ class GroupCoordinator:
     def _interrupted_by_close(self) -> bool:
         """True when the CancelledError came from ``close`` cancelling in-flight I/O
         (not from someone cancelling the loop task itself)."""
-        if asyncio._get_running_loop() is None:  # trio: only _io_trio raises CancelledError
-            return self._closing
-        task = asyncio.current_task()
-        return self._closing and (task is None or task.cancelling() == 0)
+        return self._closing and not _backend.Interruptible.caller_cancelled()
 
     async def _io(self, aw: Awaitable[T]) -> T:
-        """Await network I/O in a way ``close`` can interrupt."""
-        if asyncio._get_running_loop() is None:
-            return await self._io_trio(aw)
-        fut = asyncio.ensure_future(aw)
-        self._inflight = fut
-        try:
-            return await fut
-        finally:
-            self._inflight = None
-
-    async def _io_trio(self, aw: Awaitable[T]) -> T:
-        """trio: the I/O runs in a cancel scope ``close`` cancels (as ``_inflight``); an
-        interrupted call raises ``asyncio.CancelledError`` like the asyncio path, which
-        the callers take as "interrupted by close"."""
-        import anyio
-
-        scope = anyio.CancelScope()
-        self._inflight = scope  # type: ignore[assignment]  # has cancel(), as a future
-        try:
-            with scope:
-                return await aw
-        finally:
-            self._inflight = None
-        raise asyncio.CancelledError("interrupted by close")
+        """Await network I/O in a way ``close`` can interrupt (raised as
+        ``asyncio.CancelledError`` on both libraries)."""
+        return await self._io_guard.run(aw)
 
     async def _do(self, action: Action) -> list[Action]:
         m = self._m

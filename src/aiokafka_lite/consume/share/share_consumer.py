@@ -287,10 +287,10 @@ class ShareConsumer:
             return
         await self._client.start()
         self._client.track_topics(self._membership.topics)
-        if asyncio._get_running_loop() is None:
-            # trio: events of this run; tasks go in the client's task group.
-            self._arrived = _backend.event()
-            self._assignment_changed = _backend.event()
+        # Events of this run (trio cannot wait on those made in __init__); tasks go in
+        # the client's task group.
+        self._arrived = _backend.event_for_run(self._arrived)
+        self._assignment_changed = _backend.event_for_run(self._assignment_changed)
         self._started = True
         self._heartbeat_task = self._spawn(self._heartbeat_loop, "share-heartbeat", "heartbeat task")
         self._manager_task = self._spawn(self._manage_nodes, "share-nodes", "node manager task")
@@ -375,7 +375,7 @@ class ShareConsumer:
                 if self._manager_task is not None:
                     self._manager_task.cancel()
                 if tasks:
-                    await _wait_tasks(tasks, limit)
+                    await _backend.wait_done(tasks, limit)
                     for task in tasks:
                         task.cancel()
                     await _gather_tasks(tasks)
@@ -667,7 +667,7 @@ class ShareConsumer:
         self._wake_all()
         limit = (self.config.default_api_timeout_ms if timeout_ms is None else timeout_ms) / 1000
         try:
-            await _wait_tasks(list(waiters.values()), limit)
+            await _backend.wait_done(list(waiters.values()), limit)
         finally:
             self._flush -= 1
         out: dict[TopicPartition, E.KafkaError | None] = {}
@@ -1063,27 +1063,9 @@ class ShareConsumer:
         return len(records)
 
 
-async def _wait_tasks(aws: Sequence[Any], limit_s: float) -> None:
-    """Wait up to ``limit_s`` for every task or future to finish, cancelling none."""
-    if asyncio._get_running_loop() is not None:
-        await asyncio.wait(aws, timeout=limit_s)
-        return
-    import anyio
-
-    with anyio.move_on_after(limit_s):
-        for aw in aws:
-            with contextlib.suppress(Exception):  # its outcome is read by the caller
-                await aw  # awaiting a trio backend task or future never cancels it
-
-
 async def _gather_tasks(tasks: Sequence[Any]) -> None:
     """Wait for (cancelled) tasks to end, their errors retrieved and dropped."""
-    if asyncio._get_running_loop() is not None:
-        await asyncio.gather(*tasks, return_exceptions=True)
-        return
-    for task in tasks:
-        with contextlib.suppress(Exception):  # cancelled (FutureCancelledError) or crashed
-            await task
+    await _backend.gather(*tasks, return_exceptions=True)
 
 
 def _as_kafka_error(exc: BaseException | None) -> E.KafkaError:
