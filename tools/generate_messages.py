@@ -807,7 +807,7 @@ def generate(texts: Mapping[str, str], out_dir: Path, source: str) -> None:
         "if TYPE_CHECKING:",
     ]
     for mod, cls, _, _ in entries:
-        init.append(f"    from .{mod} import {cls}")
+        init.append(f"    from aiokafka_lite.wire.messages.{mod} import {cls}")
     init.append("")
     init.append("_MODULES: dict[str, str] = {")
     for mod, cls, _, _ in entries:

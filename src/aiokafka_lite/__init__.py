@@ -121,9 +121,10 @@ _RENAMED_MODULES: dict[str, str] = {
     "aiokafka_lite.groups.workers": "aiokafka_lite.processing.ordered_workers",
     "aiokafka_lite.handler_failures": "aiokafka_lite.processing.failures",
     "aiokafka_lite.health": "aiokafka_lite.core.health",
+    "aiokafka_lite.integrations.mirror.core": "aiokafka_lite.integrations.mirror.mirror",
     "aiokafka_lite.log_handler": "aiokafka_lite.integrations.log_handler",
     "aiokafka_lite.mirror": "aiokafka_lite.integrations.mirror",
-    "aiokafka_lite.mirror.core": "aiokafka_lite.integrations.mirror.core",
+    "aiokafka_lite.mirror.core": "aiokafka_lite.integrations.mirror.mirror",
     "aiokafka_lite.mirror.naming": "aiokafka_lite.integrations.mirror.naming",
     "aiokafka_lite.mirror.progress": "aiokafka_lite.integrations.mirror.progress",
     "aiokafka_lite.mirror.stats": "aiokafka_lite.integrations.mirror.stats",
@@ -167,6 +168,7 @@ _RENAMED_MODULES: dict[str, str] = {
     "aiokafka_lite.spark.workers": "aiokafka_lite.integrations.spark.workers",
     "aiokafka_lite.structs": "aiokafka_lite.core.structs",
     "aiokafka_lite.transact": "aiokafka_lite.processing.transact",
+    "aiokafka_lite.wire.records._backend": "aiokafka_lite.wire.records._c_extension",
 }
 _STABLE_OLD_PATHS = (
     "aiokafka_lite.errors",

@@ -64,7 +64,7 @@ def test_murmur2_c_and_python_twins_agree_with_java() -> None:
     """The default partitioner uses the C twin when the extension is built; both twins
     must give Java's hash for every stored vector (and the pure one stays the fallback)."""
     from aiokafka_lite.produce import partitioner
-    from aiokafka_lite.wire.records._backend import c_ext
+    from aiokafka_lite.wire.records._c_extension import c_ext
 
     if os.environ.get("AIOKAFKA_LITE_REQUIRE_EXTENSIONS") == "1":
         assert c_ext is not None, "the C extension was not built"

@@ -28,7 +28,7 @@ from aiokafka_lite.wire.records import (
     parse_batches,
     read_batch,
 )
-from aiokafka_lite.wire.records._backend import c_ext
+from aiokafka_lite.wire.records._c_extension import c_ext
 
 
 @pytest.fixture(params=["c", "python"])

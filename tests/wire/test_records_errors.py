@@ -95,7 +95,7 @@ def test_bad_records_inside_compressed_batch(
 
 
 def test_backends_report_identical_errors() -> None:
-    from aiokafka_lite.wire.records._backend import c_ext
+    from aiokafka_lite.wire.records._c_extension import c_ext
 
     require_c_backend()
     assert c_ext is not None

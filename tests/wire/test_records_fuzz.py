@@ -19,7 +19,7 @@ from aiokafka_lite.wire.records import (
     encode_batch,
     parse_control_record,
 )
-from aiokafka_lite.wire.records._backend import c_ext
+from aiokafka_lite.wire.records._c_extension import c_ext
 
 FUZZ = settings(
     max_examples=int(__import__("os").environ.get("RECORDS_FUZZ_EXAMPLES", "300")),

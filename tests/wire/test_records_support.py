@@ -19,7 +19,7 @@ import pytest
 from crc32c import crc32c
 
 from aiokafka_lite.wire.records import _pyimpl, _v2
-from aiokafka_lite.wire.records._backend import c_ext
+from aiokafka_lite.wire.records._c_extension import c_ext
 
 BACKENDS = ["c", "python"]
 

@@ -20,7 +20,7 @@ import struct
 from collections.abc import Callable, Collection, Sequence
 from typing import Final
 
-from aiokafka_lite.wire.records._backend import c_ext
+from aiokafka_lite.wire.records._c_extension import c_ext
 
 __all__ = [
     "PartitionerCallable",

@@ -11,7 +11,7 @@
 See ``docs/guide/mirror.md`` for the delivery modes and where positions are stored.
 """
 
-from aiokafka_lite.integrations.mirror.core import Mirror, MirrorError
+from aiokafka_lite.integrations.mirror.mirror import Mirror, MirrorError
 from aiokafka_lite.integrations.mirror.naming import (
     MirrorConfigError,
     TopicFilter,

@@ -8,7 +8,7 @@ fallback, which behaves identically).
 from __future__ import annotations
 
 from aiokafka_lite.wire.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, Compression
-from aiokafka_lite.wire.records._backend import c_ext
+from aiokafka_lite.wire.records._c_extension import c_ext
 from aiokafka_lite.wire.records._control import build_control_batch, control_record_key, parse_control_record
 from aiokafka_lite.wire.records._frames import (
     AnyBatch,

@@ -24,7 +24,7 @@ from aiokafka_lite.wire.compression import (
     validate_level,
 )
 from aiokafka_lite.wire.records import _pyimpl
-from aiokafka_lite.wire.records._backend import c_ext
+from aiokafka_lite.wire.records._c_extension import c_ext
 from aiokafka_lite.wire.records._model import (
     ATTR_CODEC_MASK,
     ATTR_CONTROL,
