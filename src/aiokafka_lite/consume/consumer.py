@@ -26,13 +26,15 @@ import contextlib
 import logging
 import re
 from collections.abc import Generator, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiokafka_lite.consume.consumer_config import ConsumerConfig
 from aiokafka_lite.consume.fairness import TurnPacer
 from aiokafka_lite.consume.fetch.decode import CompletedFetch
 from aiokafka_lite.consume.fetch.fetcher import Fetcher
 from aiokafka_lite.consume.fetch.offset_lookup import EARLIEST, LATEST, OffsetAndTimestamp, list_offsets
+from aiokafka_lite.consume.groups.consumer_coordinator import ConsumerGroupCoordinator
+from aiokafka_lite.consume.groups.coordinator import GroupCoordinator
 from aiokafka_lite.consume.record import Record
 from aiokafka_lite.consume.subscription import (
     OffsetAndMetadata,
@@ -48,9 +50,6 @@ from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.integrations.otel import _active as _otel
 from aiokafka_lite.net import Client, ClientConfig, ClusterMetadata
 from aiokafka_lite.net.metadata import fatal_topic_error
-
-if TYPE_CHECKING:
-    from aiokafka_lite.consume.groups import GroupCoordinator
 
 __all__ = ["Consumer"]
 
@@ -201,18 +200,10 @@ class Consumer:
             raise
         cfg = self.config
         if cfg.group_id is not None:
-            try:
-                from aiokafka_lite.consume.groups import GroupCoordinator
-            except ImportError as exc:  # pragma: no cover - depends on the install
-                raise E.ConfigError(
-                    f"group_id needs aiokafka_lite.consume.groups, which cannot be imported: {exc}"
-                ) from exc
-            if cfg.group_protocol == "consumer":
-                from aiokafka_lite.consume.groups.consumer_coordinator import ConsumerGroupCoordinator
-
-                self._coordinator = ConsumerGroupCoordinator(self._client, self._sub, cfg)
-            else:
-                self._coordinator = GroupCoordinator(self._client, self._sub, cfg)
+            coordinator_type = (
+                ConsumerGroupCoordinator if cfg.group_protocol == "consumer" else GroupCoordinator
+            )
+            self._coordinator = coordinator_type(self._client, self._sub, cfg)
         coordinator = self._coordinator
         self._fetcher = Fetcher(
             self._client,
