@@ -263,3 +263,23 @@ async def test_interruptible_io_raises_cancelled_error_on_interrupt(anyio_backen
 async def _answer() -> int:
     await anyio.lowlevel.checkpoint()
     return 7
+
+
+async def test_is_current_task_and_the_transport_capability(anyio_backend: str) -> None:
+    owner = concurrency.current().owner("test")
+    await owner.start()
+    try:
+        seen: list[bool] = []
+
+        async def look() -> None:
+            await anyio.lowlevel.checkpoint()
+            seen.append(concurrency.is_current_task(me[0]))
+
+        me: list[Any] = []
+        me.append(concurrency.spawn(owner, look(), "look"))
+        await me[0]
+        assert seen == [True]
+        assert not concurrency.is_current_task(me[0])  # the caller is another task
+    finally:
+        await owner.aclose()
+    assert concurrency.current().protocol_transports is (anyio_backend == "asyncio")

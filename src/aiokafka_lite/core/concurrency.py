@@ -20,6 +20,9 @@ primitives below that dispatch on it); code outside ``core/`` uses the primitive
 never tests for asyncio or trio itself. The primitives exist because the two libraries
 differ where the client needs the same thing:
 
+* ``is_current_task``: whether the caller is a given task (it must not wait for itself);
+* ``Backend.protocol_transports``: whether connections use the loop's transports and a
+  ``BufferedProtocol`` (asyncio) or anyio streams with an I/O task (trio);
 * ``spawn``: a background task of a client (asyncio: a task of the loop; trio: a task
   in the client's task group, since no trio task outlives its nursery);
 * ``structured()``: whether tasks must live in a task group of their caller (trio), for
@@ -70,6 +73,7 @@ __all__ = [
     "current",
     "deadline",
     "event_for_run",
+    "is_current_task",
     "lock_for_run",
     "queue_for_run",
     "running_asyncio_loop",
@@ -102,6 +106,7 @@ class Backend(Protocol):
     """The primitives a shell uses; see the module docstring."""
 
     name: str
+    protocol_transports: bool
 
     def time(self) -> float: ...
     def create_future(self) -> Any: ...
@@ -131,6 +136,9 @@ class AsyncioBackend:
     """asyncio's own primitives (no wrapping on the hot paths)."""
 
     name = "asyncio"
+    #: Connections run on the loop's transports with a ``BufferedProtocol`` (the fast
+    #: path: no I/O task, writes corked until the end of the loop round).
+    protocol_transports = True
     sleep = staticmethod(asyncio.sleep)
     timeout = staticmethod(asyncio.timeout)
     event = asyncio.Event
@@ -464,6 +472,8 @@ class TrioBackend:
     """trio's equivalents of the asyncio primitives the shells use."""
 
     name = "trio"
+    #: Connections run on anyio byte streams driven by an I/O task (which corks on its own).
+    protocol_transports = False
 
     def time(self) -> float:
         import trio
@@ -655,6 +665,15 @@ def structured() -> bool:
     and the clients' start/close steps keep a structured variant for that case; any other
     difference between the libraries belongs in a primitive of this module."""
     return asyncio._get_running_loop() is None
+
+
+def is_current_task(task: Any) -> bool:
+    """Whether the caller is ``task`` (a task of ``spawn``/``TaskOwner.spawn``): a task
+    must not wait for itself."""
+    if asyncio._get_running_loop() is not None:
+        return task is asyncio.current_task()
+    running_here = getattr(task, "running_here", None)
+    return bool(running_here()) if running_here is not None else False
 
 
 def spawn(owner: TaskOwner | None, coro: Coroutine[Any, Any, T], name: str) -> Any:
