@@ -61,6 +61,15 @@ from aiokafka_lite.consume.groups.membership import (
     ThawPartitions,
     leave_group_request,
 )
+from aiokafka_lite.consume.groups.offset_requests import (
+    ZERO_UUID,
+    commit_request,
+    first_commit_error,
+    normalize_offsets,
+    offset_fetch_request,
+    read_offset_fetch,
+    usable_version,
+)
 from aiokafka_lite.consume.groups.protocol import decode_subscription, run_assignor
 from aiokafka_lite.consume.subscription import OffsetAndMetadata, SubscriptionState
 from aiokafka_lite.core import concurrency as _backend
@@ -68,7 +77,6 @@ from aiokafka_lite.core.errors import (
     BrokerResponseError,
     ClosedError,
     CommitFailedError,
-    IllegalStateError,
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
@@ -96,12 +104,10 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-_ZERO_UUID = uuid.UUID(int=0)
 # Group errors (codes) handled by the offset paths.
 _COORDINATOR_MOVED = (15, 16)  # COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
 _COORDINATOR_LOADING = 14
 _REQUEST_TIMED_OUT = 7
-_UNKNOWN_TOPIC_OR_PARTITION = 3
 _UNSTABLE_OFFSET_COMMIT = 88
 _GENERATION_ERRORS = (22, 25, 27, 82)  # ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS, FENCED
 
@@ -845,7 +851,7 @@ class GroupCoordinator:
         if self._closed:
             raise ClosedError("group coordinator is closed")
         self._raise_fatal()
-        to_commit = self._sub.consumed_offsets() if offsets is None else _normalize_offsets(offsets)
+        to_commit = self._sub.consumed_offsets() if offsets is None else normalize_offsets(offsets)
         if not to_commit:
             return
         await self._commit(to_commit, self._api_timeout_ms)
@@ -872,7 +878,7 @@ class GroupCoordinator:
             try:
                 node = await self._coordinator_node(deadline)
                 resp = await self._send_commit(node, offsets, generation, member_id, instance_id, deadline)
-                code = _first_commit_error(resp)
+                code = first_commit_error(resp)
             except (KafkaConnectionError, KafkaTimeoutError) as exc:
                 self._coordinator_unreachable()
                 err: KafkaError = exc
@@ -934,31 +940,8 @@ class GroupCoordinator:
             timeout_ms=max(deadline - self._now(), 1.0),
         )
         ids = self._topic_ids({tp.topic for tp in offsets})
-        if version >= 10 and any(i == _ZERO_UUID for i in ids.values()):
-            version = 9  # topic ids unknown: use names
-        by_topic: dict[str, list[OffsetCommitRequest.OffsetCommitRequestPartition]] = {}
-        for tp in sorted(offsets):
-            om = offsets[tp]
-            by_topic.setdefault(tp.topic, []).append(
-                OffsetCommitRequest.OffsetCommitRequestPartition(
-                    partition_index=tp.partition,
-                    committed_offset=om.offset,
-                    committed_leader_epoch=-1 if om.leader_epoch is None else om.leader_epoch,
-                    committed_metadata=om.metadata,
-                )
-            )
-        req = OffsetCommitRequest(
-            group_id=self.group_id,
-            generation_id_or_member_epoch=generation,
-            member_id=member_id,
-            group_instance_id=instance_id,
-            topics=[
-                OffsetCommitRequest.OffsetCommitRequestTopic(
-                    name=t, topic_id=ids.get(t, _ZERO_UUID) if version >= 10 else _ZERO_UUID, partitions=parts
-                )
-                for t, parts in by_topic.items()
-            ],
-        )
+        version = usable_version(version, ids)
+        req = commit_request(self.group_id, offsets, generation, member_id, instance_id, version, ids)
         timeout = max(deadline - self._now(), 1.0)
         resp = await self._client.send(
             req, node_id=node, version=version, timeout_ms=timeout, lane=Lane.COORDINATOR
@@ -970,7 +953,7 @@ class GroupCoordinator:
         try:
             cluster = self._client.cluster
         except Exception:
-            return {t: _ZERO_UUID for t in topics}
+            return {t: ZERO_UUID for t in topics}
         out = {}
         for t in topics:
             tid = None
@@ -978,7 +961,7 @@ class GroupCoordinator:
                 tid = cluster.topic_id(t)
             except Exception:
                 tid = None
-            out[t] = tid if isinstance(tid, uuid.UUID) else _ZERO_UUID
+            out[t] = tid if isinstance(tid, uuid.UUID) else ZERO_UUID
         return out
 
     async def fetch_committed(
@@ -1027,90 +1010,17 @@ class GroupCoordinator:
             lane=Lane.COORDINATOR,
             timeout_ms=max(deadline - self._now(), 1.0),
         )
-        by_topic: dict[str, list[int]] = {}
-        for tp in tps:
-            by_topic.setdefault(tp.topic, []).append(tp.partition)
-        ids = self._topic_ids(by_topic)
-        if version >= 10 and any(i == _ZERO_UUID for i in ids.values()):
-            version = 9
-        if version >= 8:
-            req = OffsetFetchRequest(
-                groups=[
-                    OffsetFetchRequest.OffsetFetchRequestGroup(
-                        group_id=self.group_id,
-                        topics=[
-                            OffsetFetchRequest.OffsetFetchRequestTopics(
-                                name=t, topic_id=ids[t] if version >= 10 else _ZERO_UUID, partition_indexes=ps
-                            )
-                            for t, ps in by_topic.items()
-                        ],
-                    )
-                ],
-                require_stable=True,
-            )
-        else:
-            req = OffsetFetchRequest(
-                group_id=self.group_id,
-                topics=[
-                    OffsetFetchRequest.OffsetFetchRequestTopic(name=t, partition_indexes=ps)
-                    for t, ps in by_topic.items()
-                ],
-                require_stable=version >= 7,
-            )
+        ids = self._topic_ids({tp.topic: None for tp in tps})
+        version = usable_version(version, ids)
+        req = offset_fetch_request(self.group_id, tps, version, ids)
         timeout = max(deadline - self._now(), 1.0)
         resp = await self._client.send(
             req, node_id=node, version=version, timeout_ms=timeout, lane=Lane.COORDINATOR
         )
         assert isinstance(resp, OffsetFetchResponse)
-        names = {i: t for t, i in ids.items()}
-        result: dict[TopicPartition, OffsetAndMetadata | None] = {tp: None for tp in tps}
-        first_error = 0
-        parts: list[tuple[str, int, int, int, str | None, int]] = []
-        if version >= 8:
-            for group in resp.groups:
-                if group.error_code and not first_error:
-                    first_error = group.error_code
-                for t in group.topics:
-                    name = t.name or names.get(t.topic_id, "")
-                    for p in t.partitions:
-                        parts.append(
-                            (
-                                name,
-                                p.partition_index,
-                                p.committed_offset,
-                                p.committed_leader_epoch,
-                                p.metadata,
-                                p.error_code,
-                            )
-                        )
-        else:
-            if resp.error_code:
-                first_error = resp.error_code
-            for old in resp.topics:
-                for op in old.partitions:
-                    parts.append(
-                        (
-                            old.name,
-                            op.partition_index,
-                            op.committed_offset,
-                            op.committed_leader_epoch,
-                            op.metadata,
-                            op.error_code,
-                        )
-                    )
-        for topic, partition, offset, epoch, metadata, code in parts:
-            tp = TopicPartition(topic, partition)
-            if tp not in result:
-                continue
-            if code == _UNKNOWN_TOPIC_OR_PARTITION:
-                log.warning("group %s: committed offset of %s: unknown topic or partition", self.group_id, tp)
-                continue
-            if code:
-                if not first_error:
-                    first_error = code
-                continue
-            if offset >= 0:
-                result[tp] = OffsetAndMetadata(offset, metadata or "", None if epoch < 0 else epoch)
+        result, first_error, unknown = read_offset_fetch(resp, version, tps, ids)
+        for tp in unknown:
+            log.warning("group %s: committed offset of %s: unknown topic or partition", self.group_id, tp)
         return result, first_error
 
 
@@ -1131,33 +1041,3 @@ def _client_backoffs(settings: SettingsT, config: Any, client: object) -> Settin
             retry_backoff_max_ms=int(max(backoff, backoff_max)),
         )
     return settings
-
-
-def _first_commit_error(resp: OffsetCommitResponse) -> int:
-    for t in resp.topics:
-        for p in t.partitions:
-            if p.error_code:
-                return p.error_code
-    return 0
-
-
-def _normalize_offsets(
-    offsets: Mapping[TopicPartition, OffsetAndMetadata | int | tuple[int, str]],
-) -> dict[TopicPartition, OffsetAndMetadata]:
-    out: dict[TopicPartition, OffsetAndMetadata] = {}
-    for tp, value in offsets.items():
-        if not isinstance(tp, tuple) or len(tp) != 2:
-            raise IllegalStateError(f"commit: expected TopicPartition keys, got {tp!r}")
-        tp = TopicPartition(tp[0], tp[1])
-        if isinstance(value, OffsetAndMetadata):
-            om = value
-        elif isinstance(value, int) and not isinstance(value, bool):
-            om = OffsetAndMetadata(value)
-        elif isinstance(value, tuple) and len(value) == 2:
-            om = OffsetAndMetadata(int(value[0]), str(value[1]))
-        else:
-            raise IllegalStateError(f"commit: invalid offset {value!r} for {tp}")
-        if om.offset < 0:
-            raise IllegalStateError(f"commit: negative offset {om.offset} for {tp}")
-        out[tp] = om
-    return out
