@@ -46,6 +46,7 @@ from aiokafka_lite.consume.subscription import (
 from aiokafka_lite.core import concurrency as _backend
 from aiokafka_lite.core import errors as E
 from aiokafka_lite.core.structs import TopicPartition
+from aiokafka_lite.net.retry import Backoff, Retry
 from aiokafka_lite.wire.messages.fetch_request import FetchRequest
 from aiokafka_lite.wire.messages.fetch_response import FetchResponse
 from aiokafka_lite.wire.primitives import ZERO_UUID
@@ -85,6 +86,10 @@ class Fetcher:
         self._committed_lookup = committed_lookup
         self._on_metadata = on_metadata
         self.buffer = FetchBuffer(config.max_buffered_bytes)
+        # Waits after failed fetches and position lookups: twice retry_backoff_ms after
+        # the first failure, doubling up to 32 times it (at most 5 s).
+        base_ms = client.config.retry_backoff_ms
+        self._backoff = Backoff(2 * base_ms, min(32 * base_ms, 5000.0), jitter=0)
         self._isolation = 1 if config.read_committed else 0
         # Wait for at least this much budget before sending (avoids dribbling tiny fetches).
         self._min_request_bytes = max(1, min(config.fetch_max_bytes, config.max_buffered_bytes // 4))
@@ -340,10 +345,9 @@ class Fetcher:
         session = self.sessions.get(node)
         if session is None or session.enabled != cfg.enable_fetch_sessions:
             session = self.sessions[node] = FetchSession(node, enabled=cfg.enable_fetch_sessions)
-        backoff_s = client.config.retry_backoff_ms / 1000
         timeout_ms = client.config.request_timeout_ms + cfg.fetch_max_wait_ms
         idle_since = loop.time()
-        failures = 0
+        retry = Retry(self._backoff, clock=loop.time)
         while True:
             event.clear()
             if node not in client.cluster.brokers and loop.time() - idle_since > _LOOP_IDLE_EXIT_S:
@@ -353,9 +357,8 @@ class Fetcher:
             except E.KafkaError as exc:
                 if not exc.retriable:
                     log.error("cannot fetch from node %s: %s", node, exc)
-                failures += 1
                 client.request_metadata_refresh()
-                await self._wait(event, min(backoff_s * 2 ** min(failures, 5), 5.0))
+                await self._wait(event, _next_wait(retry))
                 continue
             now = loop.time()
             wanted = self._wanted(node, version, now)
@@ -394,7 +397,6 @@ class Fetcher:
                 raise
             except E.KafkaError as exc:
                 session.handle_send_error()
-                failures += 1
                 if not self._closed:
                     client.note_error(exc)
                 log.debug("fetch from node %s failed: %s", node, exc)
@@ -402,7 +404,7 @@ class Fetcher:
                     client.request_metadata_refresh()
                 else:
                     log.warning("fetch from node %s failed: %s", node, exc)
-                await self._wait(event, min(backoff_s * 2 ** min(failures, 5), 5.0))
+                await self._wait(event, _next_wait(retry))
                 continue
             finally:
                 self.buffer.unreserve(max_bytes)
@@ -421,7 +423,6 @@ class Fetcher:
                         E.for_code(check.error_code).__name__,
                     )
                     continue
-                failures += 1
                 if check.error_code:
                     err = E.error_for(check.error_code, f"fetch from node {node}")
                     client.note_error(err)
@@ -430,9 +431,9 @@ class Fetcher:
                         client.request_metadata_refresh()
                 else:
                     log.warning("node %s sent an inconsistent fetch response: %s", node, check.problem)
-                await self._wait(event, min(backoff_s * 2 ** min(failures, 5), 5.0))
+                await self._wait(event, _next_wait(retry))
                 continue
-            failures = 0
+            retry.succeeded()
             self._process(node, plan, response, gens, loop.time())
 
     async def _wait_space(self, event: asyncio.Event) -> None:
@@ -655,20 +656,18 @@ class Fetcher:
 
     # ------------------------------------------------------------------ positions
     async def _resolve_loop(self) -> None:
-        backoff_s = self._client.config.retry_backoff_ms / 1000
-        failures = 0
+        retry = Retry(self._backoff, clock=_backend.loop().time)
         while True:
             await self._resolve_event.wait()
             self._resolve_event.clear()
             try:
                 await self.resolve_positions()
-                failures = 0
+                retry.succeeded()
             except _backend.cancelled_exc():
                 raise
             except E.KafkaError as exc:
-                failures += 1
                 log.debug("position lookup failed: %s", exc)
-                await _backend.sleep(min(backoff_s * 2 ** min(failures, 5), 5.0))
+                await _backend.sleep(_next_wait(retry))
                 self._resolve_event.set()
             except Exception:
                 log.exception("position lookup crashed")
@@ -803,3 +802,11 @@ class Fetcher:
             self._positions_changed.clear()
             self._resolve_event.set()
             await self._wait(self._positions_changed, min(remaining, 1.0))
+
+
+def _next_wait(retry: Retry) -> float:
+    """Count a failure of a loop that never gives up (no deadline): the wait before its
+    next attempt."""
+    delay = retry.next_delay()
+    assert delay is not None  # only a deadline makes Retry give up
+    return delay

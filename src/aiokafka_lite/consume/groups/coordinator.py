@@ -84,6 +84,7 @@ from aiokafka_lite.core.errors import (
 )
 from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.net.client import Lane
+from aiokafka_lite.net.retry import Backoff, Retry
 from aiokafka_lite.wire.message import Request, Response
 from aiokafka_lite.wire.messages import (
     HeartbeatRequest,
@@ -179,7 +180,9 @@ class GroupCoordinator:
         self._internal_listeners: list[object] = []
         self._api_timeout_ms = float(getattr(config, "default_api_timeout_ms", None) or 60000)
         self._init_membership(config)
-        self._retry_backoff_ms = float(self._settings.retry_backoff_ms)
+        # Waits between the attempts of a commit or an offset fetch: retry_backoff_ms,
+        # doubling up to 1 s.
+        self._offset_backoff = Backoff(float(self._settings.retry_backoff_ms), 1000.0, jitter=0)
 
         self._wake = _backend.event()
         self._hb_wake = _backend.event()
@@ -869,7 +872,7 @@ class GroupCoordinator:
         (``_commit_without_identity``) and the one raised when time runs out
         (``_commit_gave_up``)."""
         deadline = self._now() + timeout_ms
-        attempt = 0
+        retry = self._offset_retry(deadline)
         while True:
             ident = self._m.commit_identity()
             if ident is None:
@@ -890,11 +893,14 @@ class GroupCoordinator:
                 if code == 0:
                     return
                 err = self._commit_rejected(generation, code)
-            delay = min(self._retry_backoff_ms * (2**attempt), 1000.0)
-            attempt += 1
-            if self._now() + delay >= deadline or self._closed:
+            delay = retry.next_delay()
+            if delay is None or self._closed:
                 raise self._commit_gave_up(err)
-            await _backend.sleep(delay / 1000)
+            await _backend.sleep(delay)
+
+    def _offset_retry(self, deadline_ms: float) -> Retry:
+        """The attempts of one commit or offset fetch, until ``deadline_ms`` (``_now``'s clock)."""
+        return Retry(self._offset_backoff, clock=lambda: self._now() / 1000, deadline=deadline_ms / 1000)
 
     def _commit_without_identity(self) -> CommitFailedError:
         """The error of a commit this member may not make (classic protocol: no generation)."""
@@ -975,7 +981,7 @@ class GroupCoordinator:
         if not wanted:
             return {}
         deadline = self._now() + (self._api_timeout_ms if timeout_ms is None else timeout_ms)
-        attempt = 0
+        retry = self._offset_retry(deadline)
         while True:
             try:
                 node = await self._coordinator_node(deadline)
@@ -994,11 +1000,10 @@ class GroupCoordinator:
                 elif code not in (_COORDINATOR_LOADING, _UNSTABLE_OFFSET_COMMIT, _REQUEST_TIMED_OUT):
                     if not err.retriable:
                         raise err
-            delay = min(self._retry_backoff_ms * (2**attempt), 1000.0)
-            attempt += 1
-            if self._now() + delay >= deadline or self._closed:
+            delay = retry.next_delay()
+            if delay is None or self._closed:
                 raise err
-            await _backend.sleep(delay / 1000)
+            await _backend.sleep(delay)
 
     async def _send_offset_fetch(
         self, node: int, tps: list[TopicPartition], deadline: float
