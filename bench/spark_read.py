@@ -69,8 +69,8 @@ def breakdown(bootstrap: str, topic: str, per_partition: int) -> dict[str, float
     """Our per-record costs over partition 0, in this process: fetch+decode, Arrow."""
     from aiokafka_lite.integrations.spark import kafka_io
     from aiokafka_lite.integrations.spark.datasource import _arrow_schema, _schema_struct, _to_arrow
-    from aiokafka_lite.integrations.spark.offsets import OffsetRange
-    from aiokafka_lite.integrations.spark.options import parse_source_options
+    from aiokafka_lite.integrations.spark.datasource_options import parse_source_options
+    from aiokafka_lite.integrations.spark.offset_ranges import OffsetRange
 
     opts = parse_source_options({"bootstrap.servers": bootstrap, "subscribe": topic}, streaming=False)
     rng = OffsetRange(topic, 0, 0, per_partition)

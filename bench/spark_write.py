@@ -48,7 +48,7 @@ def sink_path(bootstrap: str, partitions: int, records: int, value_size: int) ->
     from pyspark.sql.types import StringType, StructField, StructType
 
     from aiokafka_lite.integrations.spark import datasource, kafka_io
-    from aiokafka_lite.integrations.spark.options import parse_sink_options
+    from aiokafka_lite.integrations.spark.datasource_options import parse_sink_options
 
     topic = create_topic(bootstrap, f"spark-write-path-{os.getpid()}", partitions)
     try:

@@ -17,8 +17,8 @@ from aiokafka_lite.consume import Consumer
 from aiokafka_lite.core import errors as E
 from aiokafka_lite.core.structs import TopicPartition as TP
 from aiokafka_lite.integrations.spark import kafka_io
-from aiokafka_lite.integrations.spark.offsets import OffsetRange, from_offset_dict
-from aiokafka_lite.integrations.spark.options import parse_sink_options, parse_source_options
+from aiokafka_lite.integrations.spark.datasource_options import parse_sink_options, parse_source_options
+from aiokafka_lite.integrations.spark.offset_ranges import OffsetRange, from_offset_dict
 
 
 def source(bootstrap: str, streaming: bool = False, **options: str) -> Any:

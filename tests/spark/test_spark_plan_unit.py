@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from aiokafka_lite.core.errors import ConfigError
 from aiokafka_lite.core.structs import TopicPartition as TP
-from aiokafka_lite.integrations.spark.offsets import (
+from aiokafka_lite.integrations.spark.datasource_options import parse_sink_options, parse_source_options
+from aiokafka_lite.integrations.spark.offset_ranges import (
     EARLIEST,
     LATEST,
     OffsetRange,
@@ -28,7 +29,6 @@ from aiokafka_lite.integrations.spark.offsets import (
     split_ranges,
     to_offset_dict,
 )
-from aiokafka_lite.integrations.spark.options import parse_sink_options, parse_source_options
 
 BOOT = {"bootstrap.servers": "127.0.0.1:9092"}
 
@@ -405,7 +405,7 @@ def test_planning_imports_without_pyspark_and_register_explains() -> None:
     code = (
         "import sys\n"
         "sys.modules['pyspark'] = None  # as if not installed\n"
-        "import aiokafka_lite.integrations.spark.kafka_io, aiokafka_lite.integrations.spark.options, aiokafka_lite.integrations.spark.offsets\n"
+        "import aiokafka_lite.integrations.spark.kafka_io, aiokafka_lite.integrations.spark.datasource_options, aiokafka_lite.integrations.spark.offset_ranges\n"
         "from aiokafka_lite.integrations.spark import register\n"
         "try:\n"
         "    register(object())\n"
@@ -417,7 +417,7 @@ def test_planning_imports_without_pyspark_and_register_explains() -> None:
 
 
 def test_min_offsets_per_trigger_delays_like_spark() -> None:
-    from aiokafka_lite.integrations.spark.offsets import delay_batch
+    from aiokafka_lite.integrations.spark.offset_ranges import delay_batch
 
     # The first trigger (nothing ran yet) is never delayed.
     assert delay_batch(3, 10, now_ms=1_000_000, last_trigger_ms=0, max_delay_ms=60_000) == (False, 1_000_000)

@@ -42,7 +42,13 @@ from pyspark.sql.types import (
 from aiokafka_lite.consume import Record
 from aiokafka_lite.core.errors import ConfigError
 from aiokafka_lite.integrations.spark import kafka_io, workers
-from aiokafka_lite.integrations.spark.offsets import (
+from aiokafka_lite.integrations.spark.datasource_options import (
+    SinkOptions,
+    SourceOptions,
+    parse_sink_options,
+    parse_source_options,
+)
+from aiokafka_lite.integrations.spark.offset_ranges import (
     OffsetRange,
     delay_batch,
     from_offset_dict,
@@ -50,12 +56,6 @@ from aiokafka_lite.integrations.spark.offsets import (
     plan_ranges,
     split_ranges,
     to_offset_dict,
-)
-from aiokafka_lite.integrations.spark.options import (
-    SinkOptions,
-    SourceOptions,
-    parse_sink_options,
-    parse_source_options,
 )
 
 try:  # pyspark >= 4.0 (stream: 4.1?): writers that receive Arrow record batches, not Rows

@@ -29,7 +29,13 @@ from aiokafka_lite.consume import Consumer, Record
 from aiokafka_lite.consume.fetch.offset_lookup import list_offsets
 from aiokafka_lite.core import errors as E
 from aiokafka_lite.core.structs import TopicPartition
-from aiokafka_lite.integrations.spark.offsets import (
+from aiokafka_lite.integrations.spark.datasource_options import (
+    KafkaSettings,
+    SinkOptions,
+    SourceOptions,
+    Subscription,
+)
+from aiokafka_lite.integrations.spark.offset_ranges import (
     EARLIEST,
     LATEST,
     OffsetRange,
@@ -37,7 +43,6 @@ from aiokafka_lite.integrations.spark.offsets import (
     plan_ranges,
     split_ranges,
 )
-from aiokafka_lite.integrations.spark.options import KafkaSettings, SinkOptions, SourceOptions, Subscription
 from aiokafka_lite.net import Client
 from aiokafka_lite.produce import BatchResult, Producer
 

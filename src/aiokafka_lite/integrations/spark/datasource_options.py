@@ -31,7 +31,7 @@ from typing import Any, Literal
 from aiokafka_lite.consume.consumer_config import ConsumerConfig
 from aiokafka_lite.core.errors import ConfigError
 from aiokafka_lite.core.structs import TopicPartition
-from aiokafka_lite.integrations.spark.offsets import EARLIEST, LATEST, OffsetSpec, parse_partition_json
+from aiokafka_lite.integrations.spark.offset_ranges import EARLIEST, LATEST, OffsetSpec, parse_partition_json
 from aiokafka_lite.net.client_config import ClientConfig
 from aiokafka_lite.produce.producer_config import ProducerConfig
 
