@@ -83,6 +83,7 @@ from aiokafka_lite.core.errors import (
     error_for,
 )
 from aiokafka_lite.core.structs import TopicPartition
+from aiokafka_lite.net.retry import Backoff
 from aiokafka_lite.wire.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 
 __all__ = [
@@ -399,7 +400,11 @@ class ConsumerMembership:
         self._finding = False
         self._coordinator_stale = False
         self._backoff_until = 0.0
-        self._backoff_ms = float(settings.retry_backoff_ms)
+        # Waits after failures: retry_backoff_ms doubling up to retry_backoff_max_ms.
+        self._retry_backoff = Backoff(
+            float(settings.retry_backoff_ms), float(settings.retry_backoff_max_ms), jitter=0
+        )
+        self._failures = 0
         self._resolve_after = 0.0
         self.last_poll = now
         self.poll_timed_out = False
@@ -1033,15 +1038,20 @@ class ConsumerMembership:
         self._incarnation += 1
         return True
 
+    @property
+    def _backoff_ms(self) -> float:
+        """The wait after the next failure."""
+        return self._retry_backoff.delay_ms(self._failures)
+
     def _backoff(self, now: float) -> None:
         self._backoff_until = now + self._backoff_ms
         self._grow_backoff()
 
     def _grow_backoff(self) -> None:
-        self._backoff_ms = min(self._backoff_ms * 2, float(self.settings.retry_backoff_max_ms))
+        self._failures += 1
 
     def _reset_backoff(self) -> None:
-        self._backoff_ms = float(self.settings.retry_backoff_ms)
+        self._failures = 0
         self._backoff_until = 0.0
 
 

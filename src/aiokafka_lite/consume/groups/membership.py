@@ -74,6 +74,7 @@ from aiokafka_lite.core.errors import (
     error_for,
 )
 from aiokafka_lite.core.structs import TopicPartition
+from aiokafka_lite.net.retry import Backoff
 from aiokafka_lite.wire.messages import (
     HeartbeatRequest,
     JoinGroupRequest,
@@ -394,7 +395,11 @@ class Membership:
         self._finding = False
         self._coordinator_stale = False
         self._backoff_until = 0.0
-        self._backoff_ms = float(settings.retry_backoff_ms)
+        # Waits after failed exchanges: retry_backoff_ms doubling up to retry_backoff_max_ms.
+        self._retry_backoff = Backoff(
+            float(settings.retry_backoff_ms), float(settings.retry_backoff_max_ms), jitter=0
+        )
+        self._failed_exchanges = 0
         self.last_poll = now
         self._next_auto_commit = now + settings.auto_commit_interval_ms
         # heartbeats
@@ -1096,9 +1101,9 @@ class Membership:
         self.rejoin_needed = True
 
     def _backoff(self, now: float) -> None:
-        self._backoff_until = now + self._backoff_ms
-        self._backoff_ms = min(self._backoff_ms * 2, float(self.settings.retry_backoff_max_ms))
+        self._backoff_until = now + self._retry_backoff.delay_ms(self._failed_exchanges)
+        self._failed_exchanges += 1
 
     def _reset_backoff(self) -> None:
-        self._backoff_ms = float(self.settings.retry_backoff_ms)
+        self._failed_exchanges = 0
         self._backoff_until = 0.0
