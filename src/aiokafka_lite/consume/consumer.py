@@ -10,13 +10,16 @@
 
 Data flow: the :class:`~aiokafka_lite.consume.fetch.fetcher.Fetcher` fills a byte-capped buffer
 in the background; the consumer decodes one batch at a time from it (a *chunk*) and
-hands records out of that list. ``async for`` therefore costs a list index and a
-position update per record while a chunk lasts; everything else (group polling,
-errors, waiting, choosing the next partition round-robin) happens once per chunk.
+hands records out of that list. ``async for`` therefore costs a list index per record
+while a chunk lasts (the partition's position follows the index: the consumer is the
+:class:`~aiokafka_lite.consume.subscription.PositionCursor` of that partition's state until
+the chunk ends); everything else (group polling, errors, waiting, choosing the next
+partition round-robin) happens once per chunk.
 
-Group membership is delegated to ``aiokafka_lite.consume.groups.GroupCoordinator``, built
-when ``group_id`` is set; the coordinator assigns/revokes partitions through the
-shared :class:`~aiokafka_lite.consume.subscription.SubscriptionState`.
+Group membership is delegated to ``aiokafka_lite.consume.groups.GroupCoordinator`` (or
+``ConsumerGroupCoordinator`` for ``group_protocol="consumer"``), built when ``group_id``
+is set; the coordinator assigns/revokes partitions through the shared
+:class:`~aiokafka_lite.consume.subscription.SubscriptionState`, which owns the positions.
 """
 
 from __future__ import annotations

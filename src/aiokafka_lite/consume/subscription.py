@@ -3,8 +3,9 @@
 ``SubscriptionState`` is pure state shared by three parties: the user-facing
 ``Consumer`` (subscribe/assign/seek/pause), the group coordinator (assigns and revokes
 partitions, reads ``consumed_offsets`` to commit) and the fetcher (reads positions and
-pause flags, drops buffered data when partitions go away or are seeked). It never does
-I/O; interested parties register a :class:`SubscriptionListener` to be told
+pause flags, drops buffered data when partitions go away or are seeked). Positions
+change only through its methods and those of :class:`PartitionState`, whoever asks. It
+never does I/O; interested parties register a :class:`SubscriptionListener` to be told
 synchronously about changes (so, for example, buffered records of a revoked partition
 are gone before ``revoke`` returns).
 
