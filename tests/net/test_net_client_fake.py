@@ -48,16 +48,6 @@ def _library_tasks() -> set[asyncio.Task[Any]]:
 # ---------------------------------------------------------------------------- config
 
 
-def test_backoff_delay_is_exponential_with_jitter_and_capped() -> None:
-    from aiokafka_lite.net.client import backoff_delay
-
-    for attempt in range(8):
-        expected = min(1000, 50 * 2**attempt) / 1000
-        for _ in range(50):
-            assert expected * 0.8 <= backoff_delay(attempt, 50, 1000) <= expected * 1.2
-    assert backoff_delay(3, 0, 1000) == 0
-
-
 def test_parse_bootstrap() -> None:
     assert parse_bootstrap("a:1, b:2,,") == [("a", 1), ("b", 2)]
     assert parse_bootstrap(["[::1]:9093", "host"]) == [("::1", 9093), ("host", 9092)]

@@ -47,9 +47,10 @@ from aiokafka_lite.core import errors as E
 from aiokafka_lite.core.client_metrics import track
 from aiokafka_lite.core.health import Health, build_health
 from aiokafka_lite.core.structs import TopicPartition
-from aiokafka_lite.net.client import Client, backoff_delay
+from aiokafka_lite.net.client import Client
 from aiokafka_lite.net.client_config import ClientConfig
 from aiokafka_lite.net.metadata import BrokerInfo, CoordinatorType
+from aiokafka_lite.net.retry import Retry
 from aiokafka_lite.wire.message import Request, Response
 from aiokafka_lite.wire.messages import (
     ConsumerProtocolAssignment,
@@ -192,9 +193,9 @@ class Admin(ShareGroupsAdmin, ConsumerGroupsAdmin):
     def _remaining_ms(self, deadline: float) -> float:
         return max((deadline - _backend.loop().time()) * 1000, 1.0)
 
-    def _backoff(self, attempt: int) -> float:
-        cfg = self._client.config
-        return backoff_delay(attempt, cfg.retry_backoff_ms, cfg.retry_backoff_max_ms)
+    def _retry(self, deadline: float) -> Retry:
+        """The retry schedule of one admin call: the client's backoff until the call's deadline."""
+        return Retry(self._client.retry_backoff, clock=_backend.loop().time, deadline=deadline)
 
     def _target(self, node: int | Literal["controller", "any"]) -> int:
         cluster = self._client.cluster
@@ -214,8 +215,7 @@ class Admin(ShareGroupsAdmin, ConsumerGroupsAdmin):
     ) -> Response:
         """One request (built for the negotiated version), retried on connection-level
         failures until ``deadline``."""
-        loop = _backend.loop()
-        attempt = 0
+        retry = self._retry(deadline)
         client = self._client
         while True:
             target = self._target(node)
@@ -228,9 +228,8 @@ class Admin(ShareGroupsAdmin, ConsumerGroupsAdmin):
                 assert resp is not None
                 return resp
             except E.KafkaError as exc:
-                delay = self._backoff(attempt)
-                attempt += 1
-                if not exc.retriable or loop.time() + delay >= deadline:
+                delay = retry.next_delay() if exc.retriable else None
+                if delay is None:
                     raise
                 log.debug("admin request to node %s failed, retrying: %s", target, exc)
                 await _backend.sleep(delay)
@@ -265,35 +264,34 @@ class Admin(ShareGroupsAdmin, ConsumerGroupsAdmin):
         Items whose error satisfies ``retry_if`` are retried with backoff (after a
         metadata refresh if the error says metadata is stale) until ``deadline``.
         """
-        loop = _backend.loop()
         if retry_if is None:
             retry_if = _default_retry
+        retry = self._retry(deadline)
         results: dict[K, Outcome] = {}
         pending = list(dict.fromkeys(items))
-        n = 0
         while pending:
             try:
                 out = await attempt(pending)
             except E.KafkaError as exc:
                 out = dict.fromkeys(pending, exc)
-            retry: list[K] = []
+            again: list[K] = []
             stale = False
-            delay = self._backoff(n)
-            time_left = loop.time() + delay < deadline
+            delay = retry.next_delay()
+            time_left = delay is not None
             for item in pending:
                 outcome = out.get(item)
                 if outcome is None:
                     outcome = E.UnknownServerError(f"no result for {item} in the response")
                 if isinstance(outcome, E.KafkaError) and time_left and retry_if(outcome):
-                    retry.append(item)
+                    again.append(item)
                     stale |= bool(getattr(outcome, "invalidates_metadata", False))
                     if on_retry is not None:
                         on_retry(item, outcome)
                 else:
                     results[item] = outcome
-            pending = retry
+            pending = again
             if pending:
-                n += 1
+                assert delay is not None  # items are retried only with time left
                 await _backend.sleep(delay)
                 if stale:
                     await self._refresh(

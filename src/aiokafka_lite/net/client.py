@@ -15,7 +15,8 @@ One ``Client`` serves a Producer, a Consumer and an Admin alike. It owns:
 * every background task it starts; ``close()`` cancels and awaits all of them.
 
 ``send`` is a single attempt; ``retry`` wraps an operation with backoff-and-deadline
-retries of retriable errors, refreshing metadata when an error says it is stale.
+retries of retriable errors, refreshing metadata when an error says it is stale. Every
+backoff (``retry_backoff``, ``reconnect_backoff``) is the one policy of ``net/retry.py``.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from aiokafka_lite.net.metadata import (
     apply_metadata,
     topic_error,
 )
+from aiokafka_lite.net.retry import Backoff, Retry
 from aiokafka_lite.wire.message import Request, Response
 from aiokafka_lite.wire.messages import (
     FindCoordinatorRequest,
@@ -101,14 +103,6 @@ def error_type_name(exc: BaseException) -> str:
     if isinstance(exc, E.BrokerResponseError):
         return exc.name
     return type(exc).__name__
-
-
-def backoff_delay(attempt: int, base_ms: float, max_ms: float) -> float:
-    """Exponential backoff with 20% jitter (like the Java client), in seconds."""
-    if base_ms <= 0:
-        return 0.0
-    delay: float = min(max_ms, base_ms * (2 ** min(attempt, 30)))
-    return delay * random.uniform(0.8, 1.2) / 1000
 
 
 class Lane(StrEnum):
@@ -188,6 +182,11 @@ class Client:
             self.config = config.replace(**options)
         else:
             self.config = config
+        #: How long to wait before retrying a failed request (``retry_backoff_ms`` up to
+        #: ``retry_backoff_max_ms``, jittered): every retry loop of the client's users too.
+        self.retry_backoff = Backoff.for_retries(self.config)
+        #: How long a broker is left alone after a failed connect (``reconnect_backoff_ms``...).
+        self.reconnect_backoff = Backoff.for_reconnects(self.config)
         self._bootstrap = parse_bootstrap(bootstrap_servers)
         self._opener = opener
         self._hooks = HookDispatcher()
@@ -398,11 +397,9 @@ class Client:
     def cluster(self) -> ClusterMetadata:
         return self._cluster
 
-    def _backoff(self, attempt: int) -> float:
-        return backoff_delay(attempt, self.config.reconnect_backoff_ms, self.config.reconnect_backoff_max_ms)
-
     def _retry_backoff(self, attempt: int) -> float:
-        return backoff_delay(attempt, self.config.retry_backoff_ms, self.config.retry_backoff_max_ms)
+        # Kept for consume/share/share_consumer.py until it calls retry_backoff.delay_s.
+        return self.retry_backoff.delay_s(attempt)
 
     def _add_node(self, node_id: int, host: str, port: int) -> _Node:
         node = self._nodes.get(node_id)
@@ -432,7 +429,7 @@ class Client:
         if self._closed or isinstance(exc, E.ClosedError):
             return
         # Unexpected disconnect: back off a little and re-check where things live.
-        node.backoff_until = _backend.loop().time() + self._backoff(0)
+        node.backoff_until = _backend.loop().time() + self.reconnect_backoff.delay_s(0)
         for key, coordinator in list(self._coordinators.items()):
             if coordinator == conn.node_id:
                 del self._coordinators[key]
@@ -503,7 +500,7 @@ class Client:
         except _backend.cancelled_exc():
             raise
         except Exception as exc:
-            node.backoff_until = loop.time() + self._backoff(node.failures)
+            node.backoff_until = loop.time() + self.reconnect_backoff.delay_s(node.failures)
             node.failures += 1
             self.note_error(exc)
             log.debug(
@@ -656,7 +653,7 @@ class Client:
         """
         loop = _backend.loop()
         deadline = loop.time() + (self.config.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
-        attempt = 0
+        retry = Retry(self.retry_backoff, clock=loop.time, deadline=deadline)
         while True:
             try:
                 return await op()
@@ -665,12 +662,13 @@ class Client:
                     self.note_error(exc)
                 if not exc.retriable or self._closed:
                     raise
-                delay = self._retry_backoff(attempt)
-                attempt += 1
-                if loop.time() + delay >= deadline:
+                delay = retry.next_delay()
+                if delay is None:
                     raise
                 self.retries += 1
-                log.debug("%s failed (attempt %d), retrying in %.0f ms: %s", what, attempt, delay * 1000, exc)
+                log.debug(
+                    "%s failed (attempt %d), retrying in %.0f ms: %s", what, retry.attempts, delay * 1000, exc
+                )
                 await _backend.sleep(delay)
                 if getattr(exc, "invalidates_metadata", False):
                     # Refresh before the next attempt, so it goes where the data now lives.
@@ -758,7 +756,7 @@ class Client:
         deadline = loop.time() + self.config.request_timeout_ms / 1000
         self._last_refresh_attempt = loop.time()
         tried: set[int] = set()
-        attempt = 0
+        retry = Retry(self.retry_backoff, clock=loop.time, deadline=deadline)
         last: BaseException | None = None
         while True:
             node_id, lane = self._pick(exclude=tried, lanes=_ALL_LANES)
@@ -786,9 +784,8 @@ class Client:
                     ) from exc
                 if len(tried) >= len(self._nodes):
                     tried.clear()
-                delay = self._retry_backoff(attempt)
-                attempt += 1
-                if loop.time() + delay >= deadline:
+                delay = retry.next_delay()
+                if delay is None:
                     if isinstance(last, E.KafkaTimeoutError):
                         raise
                     raise E.KafkaTimeoutError(
@@ -874,7 +871,7 @@ class Client:
                     info = self._cluster.topics.get(topic)
                     if info is None or not info.partitions:
                         await _backend.sleep(
-                            min(self._retry_backoff(attempt), max(deadline - loop.time(), 0))
+                            min(self.retry_backoff.delay_s(attempt), max(deadline - loop.time(), 0))
                         )
             except TimeoutError:
                 pass
@@ -908,7 +905,7 @@ class Client:
             try:
                 async with _backend.timeout(remaining):
                     if attempt:
-                        await _backend.sleep(self._retry_backoff(attempt - 1))
+                        await _backend.sleep(self.retry_backoff.delay_s(attempt - 1))
                     await self.refresh_metadata([tp.topic])
             except TimeoutError:
                 pass
@@ -945,7 +942,7 @@ class Client:
                 since = now - self._last_refresh_attempt
                 wait = max(min_interval - since, 0.0) if not due else 0.0
                 if failures:
-                    wait = max(wait, self._retry_backoff(failures - 1))
+                    wait = max(wait, self.retry_backoff.delay_s(failures - 1))
                 if wait > 0:
                     await _backend.sleep(wait)
                 wanted.clear()
@@ -1030,8 +1027,8 @@ class Client:
     async def _lookup_coordinators_loop(self, key_type: CoordinatorType, timeout_s: float) -> None:
         loop = _backend.loop()
         await _backend.sleep(0)  # let concurrent callers join this batch
-        attempt = 0
         deadline = loop.time() + timeout_s
+        retry = Retry(self.retry_backoff, clock=loop.time, deadline=deadline)
         while True:
             keys = sorted(k for (kt, k), f in self._coord_pending.items() if kt == key_type and not f.done())
             if not keys:
@@ -1040,7 +1037,9 @@ class Client:
                 results = await self._find_coordinators(key_type, keys, deadline)
             except E.KafkaError as exc:
                 results = {k: exc for k in keys}
-            retry = False
+            # One wait for the whole batch, drawn at the first retriable failure.
+            delay: float | None = None
+            retrying = False
             for k in keys:
                 outcome = results.get(k)
                 fut = self._coord_pending.get((key_type, k))
@@ -1054,17 +1053,18 @@ class Client:
                 err = (
                     outcome if outcome is not None else E.CoordinatorNotAvailableError(f"no answer for {k!r}")
                 )
-                if err.retriable and loop.time() + self._retry_backoff(attempt) < deadline:
-                    retry = True
-                    continue
+                if err.retriable:
+                    if not retrying:
+                        delay, retrying = retry.next_delay(), True
+                    if delay is not None:
+                        continue
                 del self._coord_pending[(key_type, k)]
                 fut.set_exception(err)
                 fut.exception()
-            if not retry:
+            if delay is None:
                 # New keys may have arrived while we were busy: serve them in this task.
                 continue
-            await _backend.sleep(self._retry_backoff(attempt))
-            attempt += 1
+            await _backend.sleep(delay)
 
     async def _find_coordinators(
         self, key_type: CoordinatorType, keys: list[str], deadline: float
