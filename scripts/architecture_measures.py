@@ -73,6 +73,20 @@ def main(argv: list[str]) -> int:
             if isinstance(node, ast.Attribute) and node.attr == "_get_running_loop"
         )
         print(f"  core {name}: {calls} uses of asyncio._get_running_loop")
+    structured = Counter(
+        m.name
+        for m in graph.modules.values()
+        if m.name != ig.CONCURRENCY_CORE
+        for node in ast.walk(m.tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "structured"
+    )
+    print(
+        f"structured (trio) variants kept, via concurrency.structured(): {sum(structured.values())} "
+        f"in {len(structured)} modules"
+        + "".join(f"\n  {n:3d}  {name}" for name, n in sorted(structured.items()))
+    )
     layering = ig.layering_violations(graph)
     print(f"imports against the layers (meaningful on the layered layout only): {len(layering)}")
     return 0
