@@ -86,7 +86,6 @@ def __dir__() -> list[str]:
 # ``aiokafka_lite/logging.py`` also made a Python started inside the package folder import
 # it as the standard library's ``logging``.
 _RENAMED_MODULES: dict[str, str] = {
-    "aiokafka_lite.logging": "aiokafka_lite.integrations.log_handler",
     "aiokafka_lite._backend": "aiokafka_lite.core.concurrency",
     "aiokafka_lite.broker.share_admin": "aiokafka_lite.broker.share.admin",
     "aiokafka_lite.broker.share_groups": "aiokafka_lite.broker.share.groups",
@@ -125,6 +124,7 @@ _RENAMED_MODULES: dict[str, str] = {
     "aiokafka_lite.integrations.spark.offsets": "aiokafka_lite.integrations.spark.offset_ranges",
     "aiokafka_lite.integrations.spark.options": "aiokafka_lite.integrations.spark.datasource_options",
     "aiokafka_lite.log_handler": "aiokafka_lite.integrations.log_handler",
+    "aiokafka_lite.logging": "aiokafka_lite.integrations.log_handler",
     "aiokafka_lite.mirror": "aiokafka_lite.integrations.mirror",
     "aiokafka_lite.mirror.core": "aiokafka_lite.integrations.mirror.mirror",
     "aiokafka_lite.mirror.naming": "aiokafka_lite.integrations.mirror.naming",
