@@ -24,11 +24,7 @@ The table covers codes -1 through 133 (Kafka 4.x). Newer codes decode to
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    # (only for annotations: produce imports this module, never the other way at run time)
-    from aiokafka_lite.produce.batch import RecordFailure
+from typing import Any, NamedTuple
 
 __all__ = [
     "ERRORS_BY_CODE",
@@ -1263,6 +1259,17 @@ class ProducerRecordTooLargeError(RecordTooLargeError, MessageSizeTooLargeError)
     """A record exceeds the producer's ``max_request_size`` or ``buffer_memory``; it was
     rejected before being buffered. Catch it as ``MessageSizeTooLargeError`` (what the
     Java client raises for this case) or as ``RecordTooLargeError`` (client-side limit)."""
+
+
+class RecordFailure(NamedTuple):
+    """A record that was not delivered: its position among the futures waited for,
+    where it was going, and why (what ``DeliveryFailedError.failures`` lists; also
+    importable as ``aiokafka_lite.produce.RecordFailure``)."""
+
+    position: int
+    topic: str
+    partition: int
+    error: BaseException
 
 
 class DeliveryFailedError(ExceptionGroup[Exception]):

@@ -22,7 +22,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple, overload
 
 from aiokafka_lite.core import concurrency as _backend
-from aiokafka_lite.core.errors import DeliveryFailedError, IllegalStateError
+from aiokafka_lite.core.errors import DeliveryFailedError, IllegalStateError, RecordFailure
 from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.wire.records import BatchBuilder
 
@@ -812,16 +812,6 @@ class BatchResult(Sequence[RecordMetadata]):
 
 
 # -- waiting for many records ---------------------------------------------------------------
-
-
-class RecordFailure(NamedTuple):
-    """A record that was not delivered: its position among the futures waited for,
-    where it was going, and why."""
-
-    position: int
-    topic: str
-    partition: int
-    error: BaseException
 
 
 def distinct_batches(handles: Iterable[RecordFuture]) -> list[ProducerBatch]:
