@@ -856,7 +856,7 @@ class ShareConsumer:
                 if isinstance(exc, E.KafkaConnectionError) or getattr(exc, "invalidates_metadata", False):
                     self._client.request_metadata_refresh()
                 attempt += 1
-                await _backend.sleep(self._client._retry_backoff(attempt - 1))
+                await _backend.sleep(self._client.retry_backoff.delay_s(attempt - 1))
 
     def _take_acks(
         self, tps: Iterable[TopicPartition]
