@@ -1,67 +1,25 @@
-"""What the group mixins of ``Admin`` share (``ConsumerGroupsAdmin``, ``ShareGroupsAdmin``):
-the part of ``Admin`` they use, and describing groups at their coordinators.
+"""What the consumer-group and share-group operations share (``consumer_groups.py``,
+``share_groups.py``): checking group ids, and describing groups at their coordinators.
 
 ``ConsumerGroupDescribe`` and ``ShareGroupDescribe`` have the same frame: a batch of
 group ids goes to the groups' coordinator, and the answer has one entry per group with
 its own error code. ``describe_at_coordinators`` does the batching, the retries when a
-coordinator moves (``Admin._by_coordinator``) and the per-group errors; the caller turns
+coordinator moves (``AdminRequests.by_coordinator``) and the per-group errors; the caller turns
 one answered group into its description."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal, Protocol, TypeVar
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Protocol, TypeVar
 
-from aiokafka_lite.admin.types import GroupDescription, ListGroupsResult, Result, Results
+from aiokafka_lite.admin.requests import AdminRequests, Outcome, error_of
 from aiokafka_lite.core import errors as E
 from aiokafka_lite.core.structs import TopicPartition
-from aiokafka_lite.wire.message import Request, Response
+from aiokafka_lite.wire.message import Request
 
-Outcome = Any  # a result object or a KafkaError
 K = TypeVar("K")
 # What the broker sends for authorized_operations when they were not asked for.
 _NO_OPERATIONS = -(2**31)
-
-
-class GroupAdmin(Protocol):
-    """What the group mixins use of ``Admin`` (its request plumbing and group methods)."""
-
-    def _deadline(self, timeout_ms: float | None) -> float: ...
-
-    async def _call(
-        self, make: Callable[[int], Request], node: int | Literal["controller", "any"], deadline: float
-    ) -> Response: ...
-
-    async def _by_coordinator(
-        self,
-        group_ids: list[str],
-        send: Callable[[int, list[str]], Awaitable[dict[str, Outcome]]],
-        deadline: float,
-    ) -> dict[str, Outcome]: ...
-
-    def _results(
-        self, items: Iterable[K], outcomes: dict[K, Outcome], on_error: Callable[[K, E.KafkaError], Any]
-    ) -> Results[K, Any]: ...
-
-    async def list_groups(
-        self,
-        *,
-        states: Iterable[str] | None = None,
-        types: Iterable[str] | None = None,
-        timeout_ms: float | None = None,
-    ) -> ListGroupsResult: ...
-
-    async def describe_groups(
-        self,
-        group_ids: Iterable[str],
-        *,
-        include_authorized_operations: bool = False,
-        timeout_ms: float | None = None,
-    ) -> Results[str, GroupDescription]: ...
-
-    async def delete_groups(
-        self, group_ids: Iterable[str], *, timeout_ms: float | None = None
-    ) -> Results[str, Result]: ...
 
 
 class DescribedGroup(Protocol):
@@ -107,10 +65,6 @@ def group_ids_of(group_ids: Iterable[str], kind: str) -> list[str]:
     return items
 
 
-def group_error(code: int, message: str | None = None) -> E.KafkaError | None:
-    return E.error_for(code, message or None) if code else None
-
-
 def authorized_operations(value: int) -> int | None:
     """None when the broker did not report them (they were not asked for)."""
     return None if value == _NO_OPERATIONS else value
@@ -123,7 +77,7 @@ def assigned_partitions(assignment: Assignment) -> tuple[TopicPartition, ...]:
 
 
 async def describe_at_coordinators(
-    admin: GroupAdmin,
+    rq: AdminRequests,
     group_ids: list[str],
     deadline: float,
     request: Callable[[list[str]], Request],
@@ -141,7 +95,7 @@ async def describe_at_coordinators(
 
     async def send(node: int, batch: list[str]) -> dict[str, Outcome]:
         try:
-            resp = await admin._call(lambda version: request(batch), node, deadline)
+            resp = await rq.request(lambda version: request(batch), node, deadline)
         except E.UnsupportedVersionError:
             if unsupported is None:
                 raise
@@ -152,8 +106,8 @@ async def describe_at_coordinators(
             if outcome_of_code is not None and g.error_code in outcome_of_code:
                 out[g.group_id] = outcome_of_code[g.error_code]
                 continue
-            err = group_error(g.error_code, g.error_message)
+            err = error_of(g.error_code, g.error_message)
             out[g.group_id] = err if err is not None else describe(g, node)
         return out
 
-    return await admin._by_coordinator(group_ids, send, deadline)
+    return await rq.by_coordinator(group_ids, send, deadline)

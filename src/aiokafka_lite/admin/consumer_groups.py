@@ -1,5 +1,5 @@
 """Consumer-group administration across both group protocols: ``describe_consumer_groups``
-and ``list_consumer_groups`` (a mixin of ``Admin``, like ``ShareGroupsAdmin``).
+and ``list_consumer_groups`` (operations over ``AdminRequests``; ``Admin`` has them as methods).
 
 As Kafka's Java admin, ``describe_consumer_groups`` asks the coordinator with
 ``ConsumerGroupDescribe`` (KIP-848) first: a group of the consumer protocol comes back
@@ -16,20 +16,26 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from aiokafka_lite.admin import groups
 from aiokafka_lite.admin._group_requests import (
-    GroupAdmin,
     assigned_partitions,
     authorized_operations,
     describe_at_coordinators,
     group_ids_of,
 )
+from aiokafka_lite.admin.requests import AdminRequests, results
 from aiokafka_lite.admin.types import GroupDescription, ListGroupsResult, Results
 from aiokafka_lite.core import errors as E
 from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.wire.message import Request
 from aiokafka_lite.wire.messages import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
 
-__all__ = ["ConsumerGroupDescription", "ConsumerGroupMember", "ConsumerGroupsAdmin"]
+__all__ = [
+    "ConsumerGroupDescription",
+    "ConsumerGroupMember",
+    "describe_consumer_groups",
+    "list_consumer_groups",
+]
 
 _GROUP_ID_NOT_FOUND = E.GroupIdNotFoundError.code
 # ConsumerGroupDescribe v1 member types.
@@ -84,69 +90,66 @@ class _Classic:
 _CLASSIC = _Classic()
 
 
-class ConsumerGroupsAdmin:
-    """Consumer-group methods of ``Admin`` (a mixin: ``self`` is the Admin)."""
+async def list_consumer_groups(
+    rq: AdminRequests,
+    *,
+    states: Iterable[str] | None = None,
+    types: Iterable[str] = ("classic", "consumer"),
+    timeout_ms: float | None = None,
+) -> ListGroupsResult:
+    """Consumer groups of either protocol (ListGroups filtered by type); ``types``
+    narrows it to ``["consumer"]`` or ``["classic"]``."""
+    wanted = list(types)
+    for t in wanted:
+        if t not in ("classic", "consumer"):
+            raise E.ConfigError(f"consumer group type {t!r}: expected 'classic' or 'consumer'")
+    result = await groups.list_groups(rq, states=states, types=wanted, timeout_ms=timeout_ms)
+    # Before Kafka 3.8's ListGroups v5 brokers do not report types: keep the classic
+    # groups of the consumer protocol type (what such brokers can have).
+    listed = [
+        g
+        for g in result.groups
+        if g.type in wanted or (not g.type and g.protocol_type in ("consumer", "") and "classic" in wanted)
+    ]
+    return ListGroupsResult(listed, result.errors)
 
-    async def list_consumer_groups(
-        self: GroupAdmin,
-        *,
-        states: Iterable[str] | None = None,
-        types: Iterable[str] = ("classic", "consumer"),
-        timeout_ms: float | None = None,
-    ) -> ListGroupsResult:
-        """Consumer groups of either protocol (ListGroups filtered by type); ``types``
-        narrows it to ``["consumer"]`` or ``["classic"]``."""
-        wanted = list(types)
-        for t in wanted:
-            if t not in ("classic", "consumer"):
-                raise E.ConfigError(f"consumer group type {t!r}: expected 'classic' or 'consumer'")
-        result = await self.list_groups(states=states, types=wanted, timeout_ms=timeout_ms)
-        # Before Kafka 3.8's ListGroups v5 brokers do not report types: keep the classic
-        # groups of the consumer protocol type (what such brokers can have).
-        groups = [
-            g
-            for g in result.groups
-            if g.type in wanted
-            or (not g.type and g.protocol_type in ("consumer", "") and "classic" in wanted)
-        ]
-        return ListGroupsResult(groups, result.errors)
 
-    async def describe_consumer_groups(
-        self: GroupAdmin,
-        group_ids: Iterable[str],
-        *,
-        include_authorized_operations: bool = False,
-        timeout_ms: float | None = None,
-    ) -> Results[str, ConsumerGroupDescription]:
-        """Describe consumer groups of either protocol (see the module docstring)."""
-        items = group_ids_of(group_ids, "consumer")
+async def describe_consumer_groups(
+    rq: AdminRequests,
+    group_ids: Iterable[str],
+    *,
+    include_authorized_operations: bool = False,
+    timeout_ms: float | None = None,
+) -> Results[str, ConsumerGroupDescription]:
+    """Describe consumer groups of either protocol (see the module docstring)."""
+    items = group_ids_of(group_ids, "consumer")
 
-        def request(batch: list[str]) -> Request:
-            return ConsumerGroupDescribeRequest(
-                group_ids=batch, include_authorized_operations=include_authorized_operations
-            )
-
-        outcomes = await describe_at_coordinators(
-            self,
-            items,
-            self._deadline(timeout_ms),
-            request,
-            ConsumerGroupDescribeResponse,
-            _description,
-            # Not a group of the consumer protocol (classic, or none at all), or a broker
-            # before KIP-848: DescribeGroups tells.
-            outcome_of_code={_GROUP_ID_NOT_FOUND: _CLASSIC},
-            unsupported=_CLASSIC,
+    def request(batch: list[str]) -> Request:
+        return ConsumerGroupDescribeRequest(
+            group_ids=batch, include_authorized_operations=include_authorized_operations
         )
-        classic = [g for g in items if outcomes[g] is _CLASSIC]
-        if classic:
-            described = await self.describe_groups(
-                classic, include_authorized_operations=include_authorized_operations, timeout_ms=timeout_ms
-            )
-            for g in classic:
-                d = described[g]
-                outcomes[g] = d.error if d.error is not None else _from_classic(d)
-        return self._results(items, outcomes, lambda g, e: ConsumerGroupDescription(group_id=g, error=e))
+
+    outcomes = await describe_at_coordinators(
+        rq,
+        items,
+        rq.deadline(timeout_ms),
+        request,
+        ConsumerGroupDescribeResponse,
+        _description,
+        # Not a group of the consumer protocol (classic, or none at all), or a broker
+        # before KIP-848: DescribeGroups tells.
+        outcome_of_code={_GROUP_ID_NOT_FOUND: _CLASSIC},
+        unsupported=_CLASSIC,
+    )
+    classic = [g for g in items if outcomes[g] is _CLASSIC]
+    if classic:
+        described = await groups.describe_groups(
+            rq, classic, include_authorized_operations=include_authorized_operations, timeout_ms=timeout_ms
+        )
+        for g in classic:
+            d = described[g]
+            outcomes[g] = d.error if d.error is not None else _from_classic(d)
+    return results(items, outcomes, lambda g, e: ConsumerGroupDescription(group_id=g, error=e))
 
 
 def _description(g: ConsumerGroupDescribeResponse.DescribedGroup, node: int) -> ConsumerGroupDescription:

@@ -1,8 +1,8 @@
 """Share-group (KIP-932) administration: the ``Admin`` methods and their typed results.
 
-``Admin`` mixes in :class:`ShareGroupsAdmin`. Every request goes to the group's
-coordinator (found with FindCoordinator, retried when it moves), as Kafka's Java admin
-does. Group configs (``share.auto.offset.reset``, ``share.record.lock.duration.ms``,
+Operations over ``AdminRequests`` (``Admin`` has them as methods). Every request goes
+to the group's coordinator (found with FindCoordinator, retried when it moves), as
+Kafka's Java admin does. Group configs (``share.auto.offset.reset``, ``share.record.lock.duration.ms``,
 ``share.isolation.level``, ``share.delivery.count.limit``...) are read and changed with
 ``describe_configs``/``incremental_alter_configs`` on ``ConfigResource.group(group_id)``.
 """
@@ -12,15 +12,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from aiokafka_lite.admin import groups
 from aiokafka_lite.admin._group_requests import (
-    GroupAdmin,
-    Outcome,
     assigned_partitions,
     authorized_operations,
     describe_at_coordinators,
-    group_error,
     group_ids_of,
 )
+from aiokafka_lite.admin.requests import AdminRequests, Outcome, error_of, results
 from aiokafka_lite.admin.types import ListGroupsResult, Result, Results
 from aiokafka_lite.core import errors as E
 from aiokafka_lite.core.structs import TopicPartition
@@ -39,8 +38,13 @@ from aiokafka_lite.wire.messages import (
 __all__ = [
     "ShareGroupDescription",
     "ShareGroupOffset",
-    "ShareGroupsAdmin",
     "ShareMemberDescription",
+    "alter_share_group_offsets",
+    "delete_share_group_offsets",
+    "delete_share_groups",
+    "describe_share_groups",
+    "list_share_group_offsets",
+    "list_share_groups",
 ]
 
 
@@ -86,199 +90,201 @@ class ShareGroupOffset:
     error: E.KafkaError | None = None
 
 
-class ShareGroupsAdmin:
-    """Share-group methods of ``Admin`` (a mixin: ``self`` is the Admin)."""
+async def list_share_groups(
+    rq: AdminRequests, *, states: Iterable[str] | None = None, timeout_ms: float | None = None
+) -> ListGroupsResult:
+    """Share groups of the cluster (ListGroups filtered by type ``share``), optionally
+    only those in ``states`` ("Empty", "Stable")."""
+    return await groups.list_groups(rq, states=states, types=["share"], timeout_ms=timeout_ms)
 
-    async def list_share_groups(
-        self: GroupAdmin, *, states: Iterable[str] | None = None, timeout_ms: float | None = None
-    ) -> ListGroupsResult:
-        """Share groups of the cluster (ListGroups filtered by type ``share``), optionally
-        only those in ``states`` ("Empty", "Stable")."""
-        return await self.list_groups(states=states, types=["share"], timeout_ms=timeout_ms)
 
-    async def describe_share_groups(
-        self: GroupAdmin,
-        group_ids: Iterable[str],
-        *,
-        include_authorized_operations: bool = False,
-        timeout_ms: float | None = None,
-    ) -> Results[str, ShareGroupDescription]:
-        """Members, assignments, epochs and state of share groups. A group that does not
-        exist, or is not a share group, fails with ``GroupIdNotFoundError``."""
-        items = group_ids_of(group_ids, "share")
+async def describe_share_groups(
+    rq: AdminRequests,
+    group_ids: Iterable[str],
+    *,
+    include_authorized_operations: bool = False,
+    timeout_ms: float | None = None,
+) -> Results[str, ShareGroupDescription]:
+    """Members, assignments, epochs and state of share groups. A group that does not
+    exist, or is not a share group, fails with ``GroupIdNotFoundError``."""
+    items = group_ids_of(group_ids, "share")
 
-        def request(batch: list[str]) -> Request:
-            return ShareGroupDescribeRequest(
-                group_ids=batch, include_authorized_operations=include_authorized_operations
+    def request(batch: list[str]) -> Request:
+        return ShareGroupDescribeRequest(
+            group_ids=batch, include_authorized_operations=include_authorized_operations
+        )
+
+    outcomes = await describe_at_coordinators(
+        rq, items, rq.deadline(timeout_ms), request, ShareGroupDescribeResponse, _description
+    )
+    return results(items, outcomes, lambda g, e: ShareGroupDescription(group_id=g, error=e))
+
+
+async def delete_share_groups(
+    rq: AdminRequests, group_ids: Iterable[str], *, timeout_ms: float | None = None
+) -> Results[str, Result]:
+    """Deletes empty share groups with their share-partition state (DeleteGroups); a
+    group with members fails with ``NonEmptyGroupError``. Group configs stay, as in Kafka."""
+    return await groups.delete_groups(rq, group_ids, timeout_ms=timeout_ms)
+
+
+async def list_share_group_offsets(
+    rq: AdminRequests,
+    group_id: str,
+    partitions: Iterable[TopicPartition] | None = None,
+    *,
+    timeout_ms: float | None = None,
+) -> Results[TopicPartition, ShareGroupOffset]:
+    """Start offset (and lag) of each share-partition of a group: all those it has
+    initialized when ``partitions`` is None. An unknown group has none. Group-level
+    failures raise."""
+    deadline = rq.deadline(timeout_ms)
+    by_topic: dict[str, list[int]] | None = None
+    if partitions is not None:
+        by_topic = {}
+        for tp in sorted(set(partitions)):
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+
+    async def send(node: int, batch: list[str]) -> dict[str, Outcome]:
+        def make(version: int) -> Request:
+            R = DescribeShareGroupOffsetsRequest
+            return R(
+                groups=[
+                    R.DescribeShareGroupOffsetsRequestGroup(
+                        group_id=group_id,
+                        topics=None
+                        if by_topic is None
+                        else [
+                            R.DescribeShareGroupOffsetsRequestTopic(topic_name=t, partitions=ps)
+                            for t, ps in by_topic.items()
+                        ],
+                    )
+                ]
             )
 
-        outcomes = await describe_at_coordinators(
-            self, items, self._deadline(timeout_ms), request, ShareGroupDescribeResponse, _description
-        )
-        return self._results(items, outcomes, lambda g, e: ShareGroupDescription(group_id=g, error=e))
-
-    async def delete_share_groups(
-        self: GroupAdmin, group_ids: Iterable[str], *, timeout_ms: float | None = None
-    ) -> Results[str, Result]:
-        """Deletes empty share groups with their share-partition state (DeleteGroups); a
-        group with members fails with ``NonEmptyGroupError``. Group configs stay, as in Kafka."""
-        return await self.delete_groups(group_ids, timeout_ms=timeout_ms)
-
-    async def list_share_group_offsets(
-        self: GroupAdmin,
-        group_id: str,
-        partitions: Iterable[TopicPartition] | None = None,
-        *,
-        timeout_ms: float | None = None,
-    ) -> Results[TopicPartition, ShareGroupOffset]:
-        """Start offset (and lag) of each share-partition of a group: all those it has
-        initialized when ``partitions`` is None. An unknown group has none. Group-level
-        failures raise."""
-        deadline = self._deadline(timeout_ms)
-        by_topic: dict[str, list[int]] | None = None
-        if partitions is not None:
-            by_topic = {}
-            for tp in sorted(set(partitions)):
-                by_topic.setdefault(tp.topic, []).append(tp.partition)
-
-        async def send(node: int, batch: list[str]) -> dict[str, Outcome]:
-            def make(version: int) -> Request:
-                R = DescribeShareGroupOffsetsRequest
-                return R(
-                    groups=[
-                        R.DescribeShareGroupOffsetsRequestGroup(
-                            group_id=group_id,
-                            topics=None
-                            if by_topic is None
-                            else [
-                                R.DescribeShareGroupOffsetsRequestTopic(topic_name=t, partitions=ps)
-                                for t, ps in by_topic.items()
-                            ],
-                        )
-                    ]
+        resp = await rq.request(make, node, deadline)
+        assert isinstance(resp, DescribeShareGroupOffsetsResponse)
+        group = next((g for g in resp.groups if g.group_id == group_id), None)
+        if group is None:
+            return {group_id: E.UnknownServerError(f"no entry for group {group_id!r} in the response")}
+        err = error_of(group.error_code, group.error_message)
+        if err is not None:
+            return {group_id: err}
+        # v0 has no lag: it decodes as the default -1, which means "unknown" as well.
+        out: Results[TopicPartition, ShareGroupOffset] = Results()
+        for t in group.topics:
+            for p in t.partitions:
+                out[TopicPartition(t.topic_name, p.partition_index)] = ShareGroupOffset(
+                    start_offset=p.start_offset,
+                    leader_epoch=p.leader_epoch,
+                    lag=None if p.lag == -1 or p.start_offset == -1 else p.lag,
+                    error=error_of(p.error_code, p.error_message),
                 )
+        return {group_id: out}
 
-            resp = await self._call(make, node, deadline)
-            assert isinstance(resp, DescribeShareGroupOffsetsResponse)
-            group = next((g for g in resp.groups if g.group_id == group_id), None)
-            if group is None:
-                return {group_id: E.UnknownServerError(f"no entry for group {group_id!r} in the response")}
-            err = group_error(group.error_code, group.error_message)
-            if err is not None:
-                return {group_id: err}
-            # v0 has no lag: it decodes as the default -1, which means "unknown" as well.
-            out: Results[TopicPartition, ShareGroupOffset] = Results()
-            for t in group.topics:
-                for p in t.partitions:
-                    out[TopicPartition(t.topic_name, p.partition_index)] = ShareGroupOffset(
-                        start_offset=p.start_offset,
-                        leader_epoch=p.leader_epoch,
-                        lag=None if p.lag == -1 or p.start_offset == -1 else p.lag,
-                        error=group_error(p.error_code, p.error_message),
+    outcome = (await rq.by_coordinator(group_ids_of([group_id], "share"), send, deadline))[group_id]
+    if isinstance(outcome, E.KafkaError):
+        raise outcome
+    assert isinstance(outcome, Results)
+    return outcome
+
+
+async def alter_share_group_offsets(
+    rq: AdminRequests,
+    group_id: str,
+    offsets: Mapping[TopicPartition, int],
+    *,
+    timeout_ms: float | None = None,
+) -> Results[TopicPartition, Result]:
+    """Sets the start offset of share-partitions (records before it count as done; -1
+    resets to ``share.auto.offset.reset``). Kafka allows it only while the group has no
+    members: otherwise every partition fails with ``NonEmptyGroupError``. Creates the
+    group when it does not exist yet."""
+    norm = {tp: int(o) for tp, o in offsets.items()}
+    deadline = rq.deadline(timeout_ms)
+    by_topic: dict[str, list[tuple[int, int]]] = {}
+    for tp, o in sorted(norm.items()):
+        by_topic.setdefault(tp.topic, []).append((tp.partition, o))
+
+    async def send(node: int, batch: list[str]) -> dict[str, Outcome]:
+        R = AlterShareGroupOffsetsRequest
+
+        def make(version: int) -> Request:
+            return R(
+                group_id=group_id,
+                topics=[
+                    R.AlterShareGroupOffsetsRequestTopic(
+                        topic_name=t,
+                        partitions=[
+                            R.AlterShareGroupOffsetsRequestPartition(partition_index=p, start_offset=o)
+                            for p, o in parts
+                        ],
                     )
-            return {group_id: out}
+                    for t, parts in by_topic.items()
+                ],
+            )
 
-        outcome = (await self._by_coordinator(group_ids_of([group_id], "share"), send, deadline))[group_id]
-        if isinstance(outcome, E.KafkaError):
-            raise outcome
-        assert isinstance(outcome, Results)
-        return outcome
-
-    async def alter_share_group_offsets(
-        self: GroupAdmin,
-        group_id: str,
-        offsets: Mapping[TopicPartition, int],
-        *,
-        timeout_ms: float | None = None,
-    ) -> Results[TopicPartition, Result]:
-        """Sets the start offset of share-partitions (records before it count as done; -1
-        resets to ``share.auto.offset.reset``). Kafka allows it only while the group has no
-        members: otherwise every partition fails with ``NonEmptyGroupError``. Creates the
-        group when it does not exist yet."""
-        norm = {tp: int(o) for tp, o in offsets.items()}
-        deadline = self._deadline(timeout_ms)
-        by_topic: dict[str, list[tuple[int, int]]] = {}
-        for tp, o in sorted(norm.items()):
-            by_topic.setdefault(tp.topic, []).append((tp.partition, o))
-
-        async def send(node: int, batch: list[str]) -> dict[str, Outcome]:
-            R = AlterShareGroupOffsetsRequest
-
-            def make(version: int) -> Request:
-                return R(
-                    group_id=group_id,
-                    topics=[
-                        R.AlterShareGroupOffsetsRequestTopic(
-                            topic_name=t,
-                            partitions=[
-                                R.AlterShareGroupOffsetsRequestPartition(partition_index=p, start_offset=o)
-                                for p, o in parts
-                            ],
-                        )
-                        for t, parts in by_topic.items()
-                    ],
+        resp = await rq.request(make, node, deadline)
+        assert isinstance(resp, AlterShareGroupOffsetsResponse)
+        err = error_of(resp.error_code, resp.error_message)
+        if err is not None:
+            return {group_id: err}
+        res: Results[TopicPartition, Result] = Results()
+        for t in resp.responses:
+            for p in t.partitions:
+                res[TopicPartition(t.topic_name, p.partition_index)] = Result(
+                    error_of(p.error_code, p.error_message)
                 )
+        return {group_id: res}
 
-            resp = await self._call(make, node, deadline)
-            assert isinstance(resp, AlterShareGroupOffsetsResponse)
-            err = group_error(resp.error_code, resp.error_message)
-            if err is not None:
-                return {group_id: err}
-            res: Results[TopicPartition, Result] = Results()
-            for t in resp.responses:
-                for p in t.partitions:
-                    res[TopicPartition(t.topic_name, p.partition_index)] = Result(
-                        group_error(p.error_code, p.error_message)
-                    )
-            return {group_id: res}
+    outcome = (await rq.by_coordinator(group_ids_of([group_id], "share"), send, deadline))[group_id]
+    if isinstance(outcome, E.KafkaError):
+        return results(norm, dict.fromkeys(norm, outcome), lambda tp, e: Result(e))
+    assert isinstance(outcome, Results)
+    return results(
+        norm,
+        {tp: outcome.get(tp, E.UnknownServerError(f"no result for {tp}")) for tp in norm},
+        lambda tp, e: Result(e),
+    )
 
-        outcome = (await self._by_coordinator(group_ids_of([group_id], "share"), send, deadline))[group_id]
-        if isinstance(outcome, E.KafkaError):
-            return self._results(norm, dict.fromkeys(norm, outcome), lambda tp, e: Result(e))
-        assert isinstance(outcome, Results)
-        return self._results(
-            norm,
-            {tp: outcome.get(tp, E.UnknownServerError(f"no result for {tp}")) for tp in norm},
-            lambda tp, e: Result(e),
-        )
 
-    async def delete_share_group_offsets(
-        self: GroupAdmin, group_id: str, topics: Iterable[str], *, timeout_ms: float | None = None
-    ) -> Results[str, Result]:
-        """Forgets a share group's state for whole topics (the next consumer starts at
-        ``share.auto.offset.reset``). Only while the group has no members; an unknown
-        group fails with ``GroupIdNotFoundError``, an unknown topic per item."""
-        names = list(dict.fromkeys(topics))
-        deadline = self._deadline(timeout_ms)
+async def delete_share_group_offsets(
+    rq: AdminRequests, group_id: str, topics: Iterable[str], *, timeout_ms: float | None = None
+) -> Results[str, Result]:
+    """Forgets a share group's state for whole topics (the next consumer starts at
+    ``share.auto.offset.reset``). Only while the group has no members; an unknown
+    group fails with ``GroupIdNotFoundError``, an unknown topic per item."""
+    names = list(dict.fromkeys(topics))
+    deadline = rq.deadline(timeout_ms)
 
-        async def send(node: int, batch: list[str]) -> dict[str, Outcome]:
-            R = DeleteShareGroupOffsetsRequest
+    async def send(node: int, batch: list[str]) -> dict[str, Outcome]:
+        R = DeleteShareGroupOffsetsRequest
 
-            def make(version: int) -> Request:
-                return R(
-                    group_id=group_id,
-                    topics=[R.DeleteShareGroupOffsetsRequestTopic(topic_name=t) for t in names],
-                )
+        def make(version: int) -> Request:
+            return R(
+                group_id=group_id,
+                topics=[R.DeleteShareGroupOffsetsRequestTopic(topic_name=t) for t in names],
+            )
 
-            resp = await self._call(make, node, deadline)
-            assert isinstance(resp, DeleteShareGroupOffsetsResponse)
-            err = group_error(resp.error_code, resp.error_message)
-            if err is not None:
-                return {group_id: err}
-            res: Results[str, Result] = Results()
-            for t in resp.responses:
-                res[t.topic_name] = Result(group_error(t.error_code, t.error_message))
-            return {group_id: res}
+        resp = await rq.request(make, node, deadline)
+        assert isinstance(resp, DeleteShareGroupOffsetsResponse)
+        err = error_of(resp.error_code, resp.error_message)
+        if err is not None:
+            return {group_id: err}
+        res: Results[str, Result] = Results()
+        for t in resp.responses:
+            res[t.topic_name] = Result(error_of(t.error_code, t.error_message))
+        return {group_id: res}
 
-        outcome = (await self._by_coordinator(group_ids_of([group_id], "share"), send, deadline))[group_id]
-        if isinstance(outcome, E.KafkaError):
-            return self._results(names, dict.fromkeys(names, outcome), lambda t, e: Result(e))
-        assert isinstance(outcome, Results)
-        return self._results(
-            names,
-            {t: outcome.get(t, E.UnknownServerError(f"no result for topic {t}")) for t in names},
-            lambda t, e: Result(e),
-        )
+    outcome = (await rq.by_coordinator(group_ids_of([group_id], "share"), send, deadline))[group_id]
+    if isinstance(outcome, E.KafkaError):
+        return results(names, dict.fromkeys(names, outcome), lambda t, e: Result(e))
+    assert isinstance(outcome, Results)
+    return results(
+        names,
+        {t: outcome.get(t, E.UnknownServerError(f"no result for topic {t}")) for t in names},
+        lambda t, e: Result(e),
+    )
 
 
 def _description(g: ShareGroupDescribeResponse.DescribedGroup, node: int) -> ShareGroupDescription:
