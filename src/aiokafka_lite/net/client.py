@@ -251,7 +251,7 @@ class Client:
             try:
                 await self._refresh(set(self._topics), bootstrap=True)
             except BaseException:
-                if _backend.current() is not _backend.ASYNCIO:
+                if _backend.structured():
                     # trio: the task group entered above must be left by this task now.
                     await self._close_owner()
                 raise
@@ -324,16 +324,15 @@ class Client:
     async def _join(self, task: asyncio.Task[T]) -> T:
         """Await a task the client owns without letting the caller cancel it; a task
         cancelled by ``close()`` surfaces as ``ClosedError``, not as a stray cancellation."""
-        if _backend.current() is not _backend.ASYNCIO:
-            try:
-                return await task  # a TrioTask: awaiting it never cancels it
-            except _backend.FutureCancelledError:
-                raise E.ClosedError("client closed") from None
         try:
-            return await asyncio.shield(task)
-        except _backend.cancelled_exc():
-            current = asyncio.current_task()
-            if task.cancelled() and self._closed and (current is None or not current.cancelling()):
+            return await _backend.shield(task)
+        except _backend.FutureCancelledError:
+            # trio: close() cancelled the task (awaiting a trio task never cancels it).
+            raise E.ClosedError("client closed") from None
+        except asyncio.CancelledError:
+            # asyncio: close() cancelled the task, unless the caller itself is being
+            # cancelled (trio's own cancellation is trio.Cancelled: it passes through).
+            if task.cancelled() and self._closed and not _backend.Interruptible.caller_cancelled():
                 raise E.ClosedError("client closed") from None
             raise
 

@@ -133,10 +133,10 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._owner = owner
         # asyncio: the running loop itself (its create_future/call_soon/time on the hot
         # paths, unwrapped); trio: the backend, which offers the same three.
-        self._loop: Any = asyncio.get_running_loop() if bk is _backend.ASYNCIO else bk
-        # trio: the stream transport's writer task corks on its own (it sends all that was
+        self._loop: Any = _backend.loop()
+        # A stream transport's writer task (trio) corks on its own (it sends all that was
         # queued since it last ran), so frames go to it at once.
-        self._cork_limit = _CORK_LIMIT if bk is _backend.ASYNCIO else 0
+        self._cork_limit = _CORK_LIMIT if bk.protocol_transports else 0
         self._proto = ConnectionProtocol(
             config.client_id, config.max_response_size, peer=f"broker {host}:{port}"
         )
@@ -196,7 +196,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._state = "connecting"
         start = self._loop.time()
         try:
-            opener = self._opener or (_open_tcp if self._bk is _backend.ASYNCIO else _open_stream)
+            opener = self._opener or (_open_tcp if self._bk.protocol_transports else _open_stream)
             await opener(self)
             if self._transport is None:  # pragma: no cover - opener contract violation
                 raise E.KafkaConnectionError("opener did not establish a transport")
@@ -324,8 +324,8 @@ class BrokerConnection(asyncio.BufferedProtocol):
                 coro = self._reauthenticate_after(delay)
                 if self._owner is not None:
                     self._reauth_task = self._owner.spawn(coro, f"reauth-{self.node_id}")
-                else:
-                    self._reauth_task = asyncio.get_running_loop().create_task(coro)
+                else:  # a connection outside a client (tests): a task of the running loop
+                    self._reauth_task = _backend.spawn(None, coro, f"reauth-{self.node_id}")
             else:
                 self._reauth_delay = delay
         log.debug(
@@ -588,9 +588,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
             await transport.wait_closed()
 
     def _in_task(self, task: Any) -> bool:
-        if self._bk is _backend.ASYNCIO:
-            return task is asyncio.current_task()
-        return bool(getattr(task, "running_here", lambda: False)())
+        return _backend.is_current_task(task)
 
     def _fail(self, exc: BaseException, *, notify: bool = True) -> None:
         if self._state == "closed":
