@@ -396,10 +396,6 @@ class Client:
     def cluster(self) -> ClusterMetadata:
         return self._cluster
 
-    def _retry_backoff(self, attempt: int) -> float:
-        # Kept for consume/share/share_consumer.py until it calls retry_backoff.delay_s.
-        return self.retry_backoff.delay_s(attempt)
-
     def _add_node(self, node_id: int, host: str, port: int) -> _Node:
         node = self._nodes.get(node_id)
         if node is None:
