@@ -50,12 +50,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Self
+
+from aiokafka_lite.testing.loop_thread import LoopThread
 
 __all__ = ["BlackholeProxy", "ProxiedKafka", "apache_behind_proxy", "embedded_behind_proxy"]
 
@@ -92,9 +92,7 @@ class BlackholeProxy:
         self.upstream_port = upstream_port
         self.host = listen_host
         self.port = 0
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._stop: asyncio.Event | None = None
+        self._loop_thread: LoopThread | None = None
         # Set while traffic may flow; every forwarding step waits on it (proxy loop only).
         self._open: asyncio.Event | None = None
         self._blackholed = False
@@ -117,55 +115,37 @@ class BlackholeProxy:
 
     # -- lifetime --------------------------------------------------------------------
     def start(self, timeout: float = 10.0) -> None:
-        if self._thread is not None:
+        if self._loop_thread is not None:
             return
-        ready: Future[None] = Future()
+        loop_thread = LoopThread(f"blackhole-proxy-{self.upstream_port}")
+        server: asyncio.Server | None = None
 
-        async def main() -> None:
-            self._stop = asyncio.Event()
+        async def setup() -> None:
+            nonlocal server
             self._open = asyncio.Event()
             if not self._blackholed:
                 self._open.set()
-            try:
-                server = await asyncio.start_server(self._serve, self.host, self.port)
-            except BaseException as e:
-                ready.set_exception(e)
-                return
+            server = await asyncio.start_server(self._serve, self.host, self.port)
             self.port = server.sockets[0].getsockname()[1]
-            ready.set_result(None)
-            try:
-                await self._stop.wait()
-            finally:
-                server.close()
-                for conn in list(self._connections):
-                    conn.abort()
-                tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-                for t in tasks:
-                    t.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
 
-        def run() -> None:
-            loop = asyncio.new_event_loop()
-            self._loop = loop
-            try:
-                loop.run_until_complete(main())
-            finally:
-                loop.close()
+        async def teardown() -> None:
+            assert server is not None
+            server.close()
+            for conn in list(self._connections):
+                conn.abort()
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
-        self._thread = threading.Thread(target=run, name=f"blackhole-proxy-{self.upstream_port}", daemon=True)
-        self._thread.start()
-        ready.result(timeout)
+        self._loop_thread = loop_thread
+        loop_thread.start(setup, teardown, timeout)
 
     def close(self, timeout: float = 10.0) -> None:
         """Stops listening and aborts every proxied connection."""
-        loop, stop, thread = self._loop, self._stop, self._thread
-        if loop is not None and stop is not None and not loop.is_closed():
-            with contextlib.suppress(RuntimeError):  # the loop has just closed
-                loop.call_soon_threadsafe(stop.set)
-        if thread is not None:
-            thread.join(timeout)
-        self._thread = None
-        self._loop = None
+        if self._loop_thread is not None:
+            self._loop_thread.stop(timeout)
+        self._loop_thread = None
 
     def __enter__(self) -> Self:
         self.start()
@@ -205,26 +185,13 @@ class BlackholeProxy:
         assert self._open is not None
         return self._open
 
-    def _on_loop(self, fn: object) -> None:
+    def _on_loop(self, fn: Callable[[], None]) -> None:
         """Runs ``fn()`` on the proxy's loop and waits for it, so that the caller's next
         step sees its effect. Before ``start()`` only the flag matters."""
-        loop = self._loop
-        if loop is None or loop.is_closed():
+        loop_thread = self._loop_thread
+        if loop_thread is None or not loop_thread.running:
             return
-        if threading.current_thread() is self._thread:
-            raise RuntimeError("BlackholeProxy is controlled from other threads, not from its own loop")
-        assert callable(fn)
-        done: Future[None] = Future()
-
-        def call() -> None:
-            try:
-                fn()
-                done.set_result(None)
-            except BaseException as e:  # reported to the caller
-                done.set_exception(e)
-
-        loop.call_soon_threadsafe(call)
-        done.result(10.0)
+        loop_thread.call(fn, 10.0)
 
     # -- forwarding (proxy loop) ------------------------------------------------------
     async def _serve(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:

@@ -12,14 +12,12 @@ offers thread-safe access to its control API::
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from collections.abc import Awaitable, Callable
-from concurrent.futures import Future
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
 from aiokafka_lite.broker.cluster import EmbeddedCluster
+from aiokafka_lite.testing.loop_thread import LoopThread
 
 __all__ = ["ThreadedCluster"]
 
@@ -31,10 +29,8 @@ class ThreadedCluster:
 
     def __init__(self, **kwargs: Any) -> None:
         self._kwargs = kwargs
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._loop_thread = LoopThread("embedded-kafka")
         self._cluster: EmbeddedCluster | None = None
-        self._stopped: asyncio.Event | None = None
 
     @property
     def cluster(self) -> EmbeddedCluster:
@@ -48,68 +44,30 @@ class ThreadedCluster:
         return self.call(lambda c: c.bootstrap)
 
     def start(self, timeout: float = 30.0) -> None:
-        ready: Future[None] = Future()
-
-        async def main() -> None:
-            self._stopped = asyncio.Event()
+        async def setup() -> None:
             cluster = EmbeddedCluster(**self._kwargs)
-            try:
-                await cluster.start()
-            except BaseException as e:
-                ready.set_exception(e)
-                return
+            await cluster.start()
             self._cluster = cluster
-            ready.set_result(None)
-            try:
-                await self._stopped.wait()
-            finally:
-                await cluster.close()
 
-        def run() -> None:
-            loop = asyncio.new_event_loop()
-            self._loop = loop
-            try:
-                loop.run_until_complete(main())
-            finally:
-                loop.close()
+        async def teardown() -> None:
+            await self.cluster.close()
 
-        self._thread = threading.Thread(target=run, name="embedded-kafka", daemon=True)
-        self._thread.start()
-        ready.result(timeout)
+        self._loop_thread.start(setup, teardown, timeout)
 
     def call(self, fn: Callable[[EmbeddedCluster], T], timeout: float = 30.0) -> T:
         """Runs ``fn(cluster)`` on the cluster's loop and returns its result."""
-        loop = self._loop
-        if loop is None:
+        if not self._loop_thread.running:
             raise RuntimeError("the cluster is not running")
-
-        async def wrapper() -> T:
-            return fn(self.cluster)
-
-        return asyncio.run_coroutine_threadsafe(wrapper(), loop).result(timeout)
+        return self._loop_thread.call(lambda: fn(self.cluster), timeout)
 
     def run(self, fn: Callable[[EmbeddedCluster], Awaitable[T]], timeout: float = 60.0) -> T:
         """Awaits ``fn(cluster)`` on the cluster's loop (for coroutine control methods)."""
-        loop = self._loop
-        if loop is None:
+        if not self._loop_thread.running:
             raise RuntimeError("the cluster is not running")
-
-        async def wrapper() -> T:
-            return await fn(self.cluster)
-
-        return asyncio.run_coroutine_threadsafe(wrapper(), loop).result(timeout)
+        return self._loop_thread.run(lambda: fn(self.cluster), timeout)
 
     def close(self, timeout: float = 30.0) -> None:
-        loop, stopped = self._loop, self._stopped
-        if loop is not None and stopped is not None and not loop.is_closed():
-            try:
-                loop.call_soon_threadsafe(stopped.set)
-            except RuntimeError:
-                pass  # loop already closed
-        if self._thread is not None:
-            self._thread.join(timeout)
-        self._thread = None
-        self._loop = None
+        self._loop_thread.stop(timeout)
         self._cluster = None
 
     def __enter__(self) -> Self:
