@@ -37,11 +37,14 @@ log = logging.getLogger("aiokafka_lite.broker")
 DEFAULT_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 ApiKey = int | type[Request]
 
-# Optional parts: (module, registration function). Each is called with (registry, state).
+# Optional parts: (module, registration function). Each is called with (registry, state),
+# in this order (the share admin wraps the group coordinator's ListGroups/DeleteGroups and
+# reads the share groups).
 _OPTIONAL_PARTS = (
     ("aiokafka_lite.broker.groups", "register_group_handlers"),
     ("aiokafka_lite.broker.transactions", "register_txn_handlers"),
     ("aiokafka_lite.broker.share.groups", "register_share_handlers"),
+    ("aiokafka_lite.broker.share.admin", "register_share_admin_handlers"),
 )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol, runtime_checkable
 
 from aiokafka_lite.broker.groups.classic_group import Group, JoinResult, Member, SyncResult
 from aiokafka_lite.broker.groups.clock import Clock, LoopClock, Timers
@@ -15,10 +15,18 @@ from aiokafka_lite.broker.groups.placement import placement_for
 from aiokafka_lite.broker.offsets import OffsetStore
 from aiokafka_lite.broker.state import ClusterState
 
-if TYPE_CHECKING:
-    from aiokafka_lite.broker.transactions import TransactionCoordinator
-
 log = logging.getLogger("aiokafka_lite.broker.groups")
+
+
+@runtime_checkable
+class TxnOffsetCheck(Protocol):
+    """What the group coordinator asks the transaction coordinator (published as
+    ``cluster.services["transactions"]``) before a TxnOffsetCommit. A protocol here, below
+    both, so that groups need not import ``broker.transactions`` (which builds on groups)."""
+
+    def check_offset_commit(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str
+    ) -> int: ...
 
 
 class CoordinatorBase:
@@ -132,11 +140,9 @@ class CoordinatorBase:
     def coordinator_error(self, group_id: str, broker_id: int) -> int:
         return self.placement.check(group_id, GROUP_KEY, broker_id)
 
-    def _txn_coordinator(self) -> TransactionCoordinator | None:
-        from aiokafka_lite.broker.transactions import TransactionCoordinator
-
+    def _txn_coordinator(self) -> TxnOffsetCheck | None:
         svc = self.cluster.services.get("transactions")
-        return svc if isinstance(svc, TransactionCoordinator) else None
+        return svc if isinstance(svc, TxnOffsetCheck) else None
 
     @staticmethod
     def _answer_join(member: Member, result: JoinResult) -> None:

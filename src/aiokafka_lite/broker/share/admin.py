@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiokafka_lite.broker.context import Handler, HandlerRegistry, RequestContext
-from aiokafka_lite.broker.share.groups import ShareGroups
+from aiokafka_lite.broker.share.groups import ShareGroups, get_share_groups
 from aiokafka_lite.broker.share.state import RecordState, SharePartitionState
 from aiokafka_lite.broker.state import ClusterState
 from aiokafka_lite.wire.message import Request, Response
@@ -406,12 +406,10 @@ def _wrap(registry: HandlerRegistry, api_key: int, make: Any) -> None:
     registry.register(api_key, make(entry.handler), entry.min_version, entry.max_version)
 
 
-def register_share_admin_handlers(
-    registry: HandlerRegistry, state: ClusterState, groups: ShareGroups
-) -> None:
+def register_share_admin_handlers(registry: HandlerRegistry, state: ClusterState) -> None:
     admin = state.extensions.get("share_admin")
     if not isinstance(admin, ShareGroupAdmin):
-        admin = state.extensions["share_admin"] = ShareGroupAdmin(state, groups)
+        admin = state.extensions["share_admin"] = ShareGroupAdmin(state, get_share_groups(state))
 
     async def describe(ctx: RequestContext, req: Request) -> Response:
         assert isinstance(req, ShareGroupDescribeRequest)

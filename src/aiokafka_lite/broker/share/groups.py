@@ -560,8 +560,3 @@ def register_share_handlers(registry: HandlerRegistry, state: ClusterState) -> N
     registry.register(ShareGroupHeartbeatRequest.API_KEY, heartbeat, 1, 1)
     registry.register(ShareFetchRequest.API_KEY, share_fetch, 1, 2)
     registry.register(ShareAcknowledgeRequest.API_KEY, share_acknowledge, 1, 2)
-
-    # The administrative APIs (describe, offsets, ListGroups/DeleteGroups for share groups).
-    from aiokafka_lite.broker.share.admin import register_share_admin_handlers
-
-    register_share_admin_handlers(registry, state, sg)
