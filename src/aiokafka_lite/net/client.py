@@ -11,7 +11,8 @@ One ``Client`` serves a Producer, a Consumer and an Admin alike. It owns:
 * the ``ClusterMetadata`` snapshot, refreshed every ``metadata_max_age_ms``, on demand
   (``request_metadata_refresh`` after NOT_LEADER_OR_FOLLOWER and friends) and after
   unexpected disconnects, with concurrent refreshes coalesced into one request;
-* the coordinator cache (FindCoordinator, batched for brokers that support it);
+* the coordinator cache (``CoordinatorLookup`` in coordinators.py: FindCoordinator,
+  batched for brokers that support it);
 * every background task it starts; ``close()`` cancels and awaits all of them.
 
 ``send`` is a single attempt; ``retry`` wraps an operation with backoff-and-deadline
@@ -41,6 +42,7 @@ from aiokafka_lite.net.connection import (
     describe_error,
     negotiate_version,
 )
+from aiokafka_lite.net.coordinators import CoordinatorLookup
 from aiokafka_lite.net.hooks import BrokerStats, HookDispatcher
 from aiokafka_lite.net.metadata import (
     BrokerInfo,
@@ -199,9 +201,7 @@ class Client:
             )
         self._owner: _backend.TaskOwner | None = None  # made at start(), for the running library
         self._topics: set[str] = set()
-        self._coordinators: dict[tuple[CoordinatorType, str], int] = {}
-        self._coord_pending: dict[tuple[CoordinatorType, str], asyncio.Future[int]] = {}
-        self._coord_lookup: dict[CoordinatorType, asyncio.Task[None]] = {}
+        self._coordinators = CoordinatorLookup(self._find_coordinators, self._spawn, self.retry_backoff)
         self._refresh_task: asyncio.Task[ClusterMetadata] | None = None
         self._refresh_topics: set[str] | None = None  # None: the running refresh asks for all topics
         self._refresh_wanted: asyncio.Event | None = None
@@ -266,12 +266,7 @@ class Client:
         if self._owner is not None:
             self._owner.check_host()  # trio: IllegalStateError from another task, nothing closed
         self._closed = True
-        err = E.ClosedError("client closed")
-        for fut in self._coord_pending.values():
-            if not fut.done():
-                fut.set_exception(err)
-                fut.exception()
-        self._coord_pending.clear()
+        self._coordinators.fail_waiting(E.ClosedError("client closed"))
         conns = []
         for node in self._nodes.values():
             for lane, conn in node.open_conns():
@@ -425,9 +420,7 @@ class Client:
             return
         # Unexpected disconnect: back off a little and re-check where things live.
         node.backoff_until = _backend.loop().time() + self.reconnect_backoff.delay_s(0)
-        for key, coordinator in list(self._coordinators.items()):
-            if coordinator == conn.node_id:
-                del self._coordinators[key]
+        self._coordinators.forget_node(conn.node_id)
         self.request_metadata_refresh()
 
     def is_connected(self, node_id: int, lane: Lane = Lane.DEFAULT) -> bool:
@@ -976,90 +969,13 @@ class Client:
         self._check_open()
         timeout_ms = self.config.request_timeout_ms if timeout_ms is None else timeout_ms
         loop = _backend.loop()
-        deadline = loop.time() + timeout_ms / 1000
+        started = loop.time()
         await self._ensure_started()
-        ck = (CoordinatorType(key_type), key)
-        cached = self._coordinators.get(ck)
-        if cached is not None:
-            return cached
-        fut = self._coord_pending.get(ck)
-        if fut is None:
-            fut = _backend.loop().create_future()
-            self._coord_pending[ck] = fut
-            kt = ck[0]
-            task = self._coord_lookup.get(kt)
-            if task is None or task.done():
-                self._coord_lookup[kt] = self._spawn(
-                    self._lookup_coordinators(kt, max(deadline - loop.time(), 0.001)),
-                    f"find-coordinator-{kt.name}",
-                )
-        try:
-            async with _backend.timeout(max(deadline - loop.time(), 0.0)):
-                return await _backend.shield(fut)
-        except TimeoutError as e:
-            if isinstance(e, E.KafkaError):
-                raise
-            raise E.KafkaTimeoutError(
-                f"{ck[0].name.lower()} coordinator for {key!r} not found within {timeout_ms:.0f} ms"
-            ) from None
+        waited_ms = (loop.time() - started) * 1000
+        return await self._coordinators.find(key, key_type, max(timeout_ms - waited_ms, 0.0))
 
     def invalidate_coordinator(self, key: str, key_type: CoordinatorType = CoordinatorType.GROUP) -> None:
-        self._coordinators.pop((CoordinatorType(key_type), key), None)
-
-    async def _lookup_coordinators(self, key_type: CoordinatorType, timeout_s: float) -> None:
-        try:
-            await self._lookup_coordinators_loop(key_type, timeout_s)
-        except BaseException as exc:
-            # Never leave a caller waiting on a lookup that died (cancelled by close(), or a bug).
-            err = exc if isinstance(exc, Exception) else E.ClosedError("client closed")
-            for (kt, k), fut in list(self._coord_pending.items()):
-                if kt == key_type and not fut.done():
-                    del self._coord_pending[(kt, k)]
-                    fut.set_exception(err)
-                    fut.exception()
-            raise
-
-    async def _lookup_coordinators_loop(self, key_type: CoordinatorType, timeout_s: float) -> None:
-        loop = _backend.loop()
-        await _backend.sleep(0)  # let concurrent callers join this batch
-        deadline = loop.time() + timeout_s
-        retry = Retry(self.retry_backoff, clock=loop.time, deadline=deadline)
-        while True:
-            keys = sorted(k for (kt, k), f in self._coord_pending.items() if kt == key_type and not f.done())
-            if not keys:
-                return
-            try:
-                results = await self._find_coordinators(key_type, keys, deadline)
-            except E.KafkaError as exc:
-                results = {k: exc for k in keys}
-            # One wait for the whole batch, drawn at the first retriable failure.
-            delay: float | None = None
-            retrying = False
-            for k in keys:
-                outcome = results.get(k)
-                fut = self._coord_pending.get((key_type, k))
-                if fut is None or fut.done():
-                    continue
-                if isinstance(outcome, int):
-                    self._coordinators[(key_type, k)] = outcome
-                    del self._coord_pending[(key_type, k)]
-                    fut.set_result(outcome)
-                    continue
-                err = (
-                    outcome if outcome is not None else E.CoordinatorNotAvailableError(f"no answer for {k!r}")
-                )
-                if err.retriable:
-                    if not retrying:
-                        delay, retrying = retry.next_delay(), True
-                    if delay is not None:
-                        continue
-                del self._coord_pending[(key_type, k)]
-                fut.set_exception(err)
-                fut.exception()
-            if delay is None:
-                # New keys may have arrived while we were busy: serve them in this task.
-                continue
-            await _backend.sleep(delay)
+        self._coordinators.invalidate(key, key_type)
 
     async def _find_coordinators(
         self, key_type: CoordinatorType, keys: list[str], deadline: float
