@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import itertools
-
 import anyio
 import anyio.lowlevel
 import pytest
+from _support.fairness import ticking, turn_gaps
 
 from aiokafka_lite import Consumer
 from aiokafka_lite.core.structs import TopicPartition as TP
@@ -91,14 +90,6 @@ async def test_async_for_over_buffered_records_lets_other_tasks_run(
     n = 100_000
     await fill_topic(bootstrap, topic, 1, n)
     tp = TP(topic, 0)
-    turns = 0
-
-    async def tick() -> None:
-        nonlocal turns
-        while True:
-            turns += 1
-            await anyio.lowlevel.checkpoint()
-
     big = {
         "max_buffered_bytes": 256 << 20,
         "fetch_max_bytes": 64 << 20,
@@ -112,18 +103,13 @@ async def test_async_for_over_buffered_records_lets_other_tasks_run(
             while (last := fetcher.buffer.last(tp)) is None or last.next_fetch_offset < n:  # noqa: ASYNC110 - the buffer has no event to wait on
                 await anyio.sleep(0.01)
         turns_at: list[int] = []
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(tick)
+        async with ticking() as ticker:
             async for record in consumer:
-                turns_at.append(turns)
+                turns_at.append(ticker.turns)
                 if record.offset == n - 1:
                     break
-            tg.cancel_scope.cancel()
-    longest = run = 0
-    for prev, cur in itertools.pairwise(turns_at):
-        run = run + 1 if cur == prev else 0
-        longest = max(longest, run)
-    assert turns_at[-1] - turns_at[0] >= 5
+    turns, longest = turn_gaps(turns_at)
+    assert turns >= 5
     assert longest < 20_000, longest
 
 

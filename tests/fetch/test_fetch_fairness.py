@@ -9,10 +9,8 @@ Without the consumer's own yields that task gets no turn at all while the buffer
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import itertools
-from collections.abc import AsyncIterator
 
+from _support.fairness import ticking, turn_gaps
 from fetch_testlib import fill
 
 from aiokafka_lite.broker import EmbeddedCluster
@@ -27,31 +25,6 @@ BIG_BUFFER = {
 }
 
 
-class Ticker:
-    """A task that counts its own turns."""
-
-    def __init__(self) -> None:
-        self.turns = 0
-
-    async def run(self) -> None:
-        while True:
-            self.turns += 1
-            await asyncio.sleep(0)
-
-
-@contextlib.asynccontextmanager
-async def ticking() -> AsyncIterator[Ticker]:
-    ticker = Ticker()
-    task = asyncio.create_task(ticker.run())
-    try:
-        await asyncio.sleep(0)
-        yield ticker
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-
-
 async def all_buffered(consumer: Consumer, tp: TopicPartition, end: int) -> None:
     """Waits until the fetcher holds every record of ``tp`` up to ``end``."""
     fetcher = consumer.fetcher
@@ -62,16 +35,6 @@ async def all_buffered(consumer: Consumer, tp: TopicPartition, end: int) -> None
             if last is not None and last.next_fetch_offset >= end:
                 return
             await asyncio.sleep(0.01)
-
-
-def turn_gaps(turns_at: list[int]) -> tuple[int, int]:
-    """(turns the ticker had while the records were handed out, the longest run of
-    records handed out in a row without the ticker getting a turn)."""
-    longest = run = 0
-    for prev, cur in itertools.pairwise(turns_at):
-        run = run + 1 if cur == prev else 0
-        longest = max(longest, run)
-    return turns_at[-1] - turns_at[0], longest
 
 
 async def test_async_for_over_buffered_records_lets_other_tasks_run(kafka_cluster: EmbeddedCluster) -> None:

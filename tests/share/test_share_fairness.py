@@ -10,11 +10,10 @@ turn for the whole batch).
 
 from __future__ import annotations
 
-import itertools
-
 import anyio
 import anyio.lowlevel
 import pytest
+from _support.fairness import ticking, turn_gaps
 from share_contract_lib import DEADLINE_S, FAST, names, prepare, produce
 
 from aiokafka_lite.consume import fairness
@@ -31,14 +30,6 @@ def busy_body(value: bytes | None) -> int:
 async def longest_run_without_a_turn(bootstrap: str, topic: str, group: str) -> tuple[int, int]:
     """(records handed out, the longest run of them during which the ticker had no turn),
     over the first batch the consumer acquired."""
-    turns = 0
-
-    async def ticker() -> None:
-        nonlocal turns
-        while True:
-            turns += 1
-            await anyio.lowlevel.checkpoint()
-
     turns_at: list[int] = []
     async with ShareConsumer(
         bootstrap, group_id=group, topics=topic, max_poll_records=RECORDS, **FAST
@@ -48,19 +39,13 @@ async def longest_run_without_a_turn(bootstrap: str, topic: str, group: str) -> 
             # buffered records only.
             while consumer.metrics()["records_buffered"] < RECORDS:  # noqa: ASYNC110
                 await anyio.sleep(0.05)
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(ticker)
-            await anyio.lowlevel.checkpoint()
+        async with ticking() as ticker:
             async for record in consumer:
                 busy_body(record.value)
-                turns_at.append(turns)
+                turns_at.append(ticker.turns)
                 if len(turns_at) == RECORDS:
                     break
-            tg.cancel_scope.cancel()
-    longest = run = 0
-    for prev, cur in itertools.pairwise(turns_at):
-        run = run + 1 if cur == prev else 0
-        longest = max(longest, run)
+    _, longest = turn_gaps(turns_at)
     return len(turns_at), longest
 
 
