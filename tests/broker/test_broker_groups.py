@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from aiokafka_lite.broker.committed_offsets import CommittedOffset, OffsetStore
 from aiokafka_lite.broker.context import HandlerRegistry, RequestContext
 from aiokafka_lite.broker.groups import (
     GroupConfig,
@@ -21,7 +22,6 @@ from aiokafka_lite.broker.groups import (
     java_string_hash,
     register_group_handlers,
 )
-from aiokafka_lite.broker.offsets import CommittedOffset, OffsetStore
 from aiokafka_lite.broker.state import BrokerConfig, BrokerInfo, ClusterState
 from aiokafka_lite.core import errors
 from aiokafka_lite.core.structs import TopicPartition

@@ -24,18 +24,18 @@ loop ``TimerHandle``s owned by the coordinator and cancelled by ``stop()``. Requ
 that must wait (JoinGroup in the barrier, SyncGroup of followers) wait on futures the
 state machine completes.
 
-Modules, one idea each, layered in this order: ``clock`` (time and timers), ``config``
+Modules, one idea each, layered in this order: ``clock`` (time and timers), ``coordinator_config``
 (settings), ``placement`` (which broker coordinates a key), ``classic_group`` (a classic
-group's state), ``base`` (what every coordinator shares), ``classic`` (the classic
+group's state), ``base`` (what every coordinator shares), ``classic_protocol`` (the classic
 protocol), ``consumer_group`` (a consumer group's state and reconciliation),
 ``assignors`` (``uniform`` and ``range``), ``topic_regex`` (subscription patterns),
-``consumer`` (the consumer protocol), ``mixed`` (classic members in consumer groups,
-upgrade and downgrade), ``offsets`` (committed offsets, checked against generations and
+``consumer_protocol`` (the consumer protocol), ``mixed`` (classic members in consumer groups,
+upgrade and downgrade), ``offset_commits`` (committed offsets, checked against generations and
 member epochs), ``handlers`` (request handlers), ``coordinator`` (the assembled
 ``GroupCoordinator`` and its wiring).
 
 Deviations from Kafka, all deliberate for an in-process test broker: committed offsets
-persist in a JSON-lines file (see ``offsets``), not in ``__consumer_offsets``; consumer
+persist in a JSON-lines file (see ``broker.committed_offsets``), not in ``__consumer_offsets``; consumer
 groups persist in a JSON file (``groups/consumer_groups.json``); classic group membership
 is not persisted (after a cluster restart members get UNKNOWN_MEMBER_ID and rejoin);
 offsets never expire by retention.
@@ -44,7 +44,6 @@ offsets never expire by retention.
 from aiokafka_lite.broker.groups.classic_group import Group, GroupState, JoinResult, Member, SyncResult
 from aiokafka_lite.broker.groups.clock import Cancellable, Clock, LoopClock, ManualClock, Timers
 from aiokafka_lite.broker.groups.codes import GROUP_KEY, TXN_KEY
-from aiokafka_lite.broker.groups.config import GroupConfig, config_int
 from aiokafka_lite.broker.groups.coordinator import (
     GroupCoordinator,
     expire_member,
@@ -52,6 +51,7 @@ from aiokafka_lite.broker.groups.coordinator import (
     move_coordinator,
     register_group_handlers,
 )
+from aiokafka_lite.broker.groups.coordinator_config import GroupConfig, config_int
 from aiokafka_lite.broker.groups.placement import CoordinatorPlacement, java_string_hash, placement_for
 
 __all__ = [

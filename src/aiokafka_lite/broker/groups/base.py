@@ -7,12 +7,12 @@ import logging
 import time
 from typing import Protocol, runtime_checkable
 
+from aiokafka_lite.broker.committed_offsets import OffsetStore
 from aiokafka_lite.broker.groups.classic_group import Group, JoinResult, Member, SyncResult
 from aiokafka_lite.broker.groups.clock import Clock, LoopClock, Timers
 from aiokafka_lite.broker.groups.codes import GROUP_KEY, NOT_COORDINATOR
-from aiokafka_lite.broker.groups.config import GroupConfig
+from aiokafka_lite.broker.groups.coordinator_config import GroupConfig
 from aiokafka_lite.broker.groups.placement import placement_for
-from aiokafka_lite.broker.offsets import OffsetStore
 from aiokafka_lite.broker.state import ClusterState
 
 log = logging.getLogger("aiokafka_lite.broker.groups")

@@ -28,8 +28,8 @@ from typing import Any
 
 from aiokafka_lite.broker.group_configs import group_config_value
 from aiokafka_lite.broker.groups.assignors import ASSIGNORS, Assignment, AssignmentSpec, MemberSpec
-from aiokafka_lite.broker.groups.classic import ClassicGroupCoordinator
 from aiokafka_lite.broker.groups.classic_group import Group, GroupState
+from aiokafka_lite.broker.groups.classic_protocol import ClassicGroupCoordinator
 from aiokafka_lite.broker.groups.clock import Cancellable
 from aiokafka_lite.broker.groups.codes import (
     FENCED_INSTANCE_ID,
@@ -45,7 +45,6 @@ from aiokafka_lite.broker.groups.codes import (
     UNRELEASED_INSTANCE_ID,
     UNSUPPORTED_ASSIGNOR,
 )
-from aiokafka_lite.broker.groups.config import config_int
 from aiokafka_lite.broker.groups.consumer_group import (
     LEAVE_EPOCH,
     STATIC_LEAVE_EPOCH,
@@ -57,6 +56,7 @@ from aiokafka_lite.broker.groups.consumer_group import (
     is_subset,
     reconcile,
 )
+from aiokafka_lite.broker.groups.coordinator_config import config_int
 from aiokafka_lite.broker.groups.topic_regex import RegexError, compile_topic_regex
 
 __all__ = ["ConsumerGroupCoordinator", "HeartbeatRequestData", "HeartbeatResult"]

@@ -7,6 +7,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol, TypeVar
 
+from aiokafka_lite.broker.committed_offsets import CommittedOffset
 from aiokafka_lite.broker.context import HandlerRegistry, RequestContext
 from aiokafka_lite.broker.groups.assignors import Assignment
 from aiokafka_lite.broker.groups.base import _wall_ms
@@ -25,10 +26,9 @@ from aiokafka_lite.broker.groups.codes import (
     UNKNOWN_TOPIC_OR_PARTITION,
     UNSUPPORTED_VERSION,
 )
-from aiokafka_lite.broker.groups.consumer import HeartbeatRequestData
 from aiokafka_lite.broker.groups.consumer_group import ConsumerGroup
-from aiokafka_lite.broker.groups.offsets import OffsetCoordinator
-from aiokafka_lite.broker.offsets import CommittedOffset
+from aiokafka_lite.broker.groups.consumer_protocol import HeartbeatRequestData
+from aiokafka_lite.broker.groups.offset_commits import OffsetCoordinator
 from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.wire.message import Request, Response
 from aiokafka_lite.wire.messages import (

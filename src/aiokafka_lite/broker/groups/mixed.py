@@ -45,7 +45,6 @@ from aiokafka_lite.broker.groups.codes import (
     REBALANCE_IN_PROGRESS,
     UNKNOWN_MEMBER_ID,
 )
-from aiokafka_lite.broker.groups.consumer import ConsumerGroupCoordinator
 from aiokafka_lite.broker.groups.consumer_group import (
     ClassicMemberInfo,
     ConsumerGroup,
@@ -54,6 +53,7 @@ from aiokafka_lite.broker.groups.consumer_group import (
     copy_assignment,
     reconcile,
 )
+from aiokafka_lite.broker.groups.consumer_protocol import ConsumerGroupCoordinator
 from aiokafka_lite.core import errors
 from aiokafka_lite.wire.messages import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 

@@ -1,10 +1,11 @@
-"""Committed offsets of groups (the store itself is ``broker.offsets``)."""
+"""Committed offsets of groups (the store itself is ``broker.committed_offsets``)."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
 
+from aiokafka_lite.broker.committed_offsets import CommittedOffset
 from aiokafka_lite.broker.groups.classic_group import Group, GroupState
 from aiokafka_lite.broker.groups.codes import (
     COORDINATOR_NOT_AVAILABLE,
@@ -24,7 +25,6 @@ from aiokafka_lite.broker.groups.codes import (
 )
 from aiokafka_lite.broker.groups.consumer_group import ConsumerGroup
 from aiokafka_lite.broker.groups.mixed import MixedGroupCoordinator
-from aiokafka_lite.broker.offsets import CommittedOffset
 from aiokafka_lite.core.structs import TopicPartition
 
 log = logging.getLogger("aiokafka_lite.broker.groups")

@@ -13,7 +13,7 @@ from aiokafka_lite.broker.groups.codes import (
     NOT_COORDINATOR,
     TXN_KEY,
 )
-from aiokafka_lite.broker.groups.config import config_int
+from aiokafka_lite.broker.groups.coordinator_config import config_int
 from aiokafka_lite.broker.state import BrokerInfo, ClusterState
 from aiokafka_lite.core import errors
 
