@@ -242,7 +242,8 @@ class Group:
         return topics
 
 
-def _parse_subscription(data: bytes) -> list[str] | None:
+def decode_subscription(data: bytes) -> tuple[int, ConsumerProtocolSubscription] | None:
+    """A consumer protocol subscription (version prefix, then the struct), or None."""
     if len(data) < 2:
         return None
     version = int.from_bytes(data[:2], "big", signed=True)
@@ -254,4 +255,9 @@ def _parse_subscription(data: bytes) -> list[str] | None:
         )
     except errors.KafkaError:
         return None
-    return list(sub.topics)
+    return version, sub
+
+
+def _parse_subscription(data: bytes) -> list[str] | None:
+    decoded = decode_subscription(data)
+    return None if decoded is None else list(decoded[1].topics)

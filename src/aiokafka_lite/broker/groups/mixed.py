@@ -32,6 +32,7 @@ from aiokafka_lite.broker.groups.classic_group import (
     Member,
     Protocols,
     SyncResult,
+    decode_subscription,
 )
 from aiokafka_lite.broker.groups.clock import Cancellable
 from aiokafka_lite.broker.groups.codes import (
@@ -55,29 +56,13 @@ from aiokafka_lite.broker.groups.consumer_group import (
 )
 from aiokafka_lite.broker.groups.consumer_protocol import ConsumerGroupCoordinator
 from aiokafka_lite.core import errors
-from aiokafka_lite.wire.messages import ConsumerProtocolAssignment, ConsumerProtocolSubscription
+from aiokafka_lite.wire.messages import ConsumerProtocolAssignment
 
 __all__ = ["MixedGroupCoordinator", "decode_assignment", "decode_subscription", "encode_assignment"]
 
 log = logging.getLogger("aiokafka_lite.broker.groups")
 
 PROTOCOL_TYPE = "consumer"
-
-
-def decode_subscription(data: bytes) -> tuple[int, ConsumerProtocolSubscription] | None:
-    """A consumer protocol subscription (version prefix, then the struct), or None."""
-    if len(data) < 2:
-        return None
-    version = int.from_bytes(data[:2], "big", signed=True)
-    if version < 0:
-        return None
-    try:
-        sub = ConsumerProtocolSubscription.decode(
-            memoryview(data)[2:], min(version, ConsumerProtocolSubscription.MAX_VERSION), strict=False
-        )
-    except errors.KafkaError:
-        return None
-    return version, sub
 
 
 def decode_assignment(data: bytes) -> dict[str, set[int]] | None:
