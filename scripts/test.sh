@@ -4,10 +4,11 @@
 #   bash scripts/test.sh            lint, types, docs, then the three test passes below
 #   bash scripts/test.sh ARGS...    lint, types, docs, then `pytest ARGS...` only
 #
-# The passes: (1) the whole suite on the embedded broker (the differential suite there
-# also starts Apache Kafka); (2) every client suite against Apache Kafka, newest pinned
-# 4.x (--kafka=apache); (3) a smaller client subset against Kafka 4.0.x. (2) and (3) run
-# one after the other, beside (1).
+# The passes: (1) the whole suite on the embedded broker (the differential, Spark yardstick
+# and mirror tests there also start Apache Kafka); (2) every client suite against Apache
+# Kafka, newest pinned 4.x (--kafka=apache); (3) a smaller client subset against Kafka
+# 4.0.x, then the share-group suites (and the Schema Registry's Kafka end-to-end tests)
+# against the newest 4.x. (1), (2) and (3) run side by side.
 # AIOKAFKA_LITE_APACHE_PASSES=0 skips passes 2 and 3 (quick local runs; CI runs them all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -69,39 +70,54 @@ CLIENT_SUITES=(tests/produce tests/fetch tests/groups tests/transactions tests/a
     tests/mirror tests/test_health.py tests/test_demo.py)
 CLIENT_SUBSET_40=(tests/test_demo.py tests/examples tests/produce tests/fetch tests/admin
     tests/groups/test_consumer_protocol_e2e.py)
+# Share groups on Apache Kafka (4.4 is formatted with share.version=1; 4.0 has none). These
+# modules take the pass's broker (kafka_cluster/kafka_bootstrap), so their Apache half runs
+# here rather than inside the embedded pass; joining a share group takes 5-16 s on Kafka 4.4.
+SHARE_SUITES=(tests/share/test_share_contract.py tests/share/test_share_consumer.py
+    tests/share/test_share_in_flight_limit.py tests/share/test_share_read_committed.py
+    tests/share/test_share_referee.py tests/share/test_share_renew.py tests/schema_registry)
 
 # The Apache passes spend most of their time waiting (JVM start-up, group rebalances,
-# broker restarts), so they run beside the embedded pass rather than after it; their
-# output is printed when they finish. Every pass must succeed.
-apache_passes() {
+# share-group joins, broker restarts), so they run beside the embedded pass rather than
+# after it, each with its own broker; their output is printed when they finish. The two
+# lanes are balanced against the embedded pass (the long pole). Every pass must succeed.
+apache_latest_pass() {
     local t0=$SECONDS
     echo "== pytest --kafka=apache (Apache Kafka, newest pinned 4.x): the client suites"
     "${PYTEST[@]}" --kafka=apache --kafka-version=latest --durations=15 "${CLIENT_SUITES[@]}" || return 1
     echo "(Apache Kafka latest pass: $((SECONDS - t0))s)"
-    t0=$SECONDS
+}
+apache_40_and_share_passes() {
+    local t0=$SECONDS
     echo "== pytest --kafka=apache --kafka-version=4.0: a client subset"
     "${PYTEST[@]}" --kafka=apache --kafka-version=4.0 "${CLIENT_SUBSET_40[@]}" || return 1
     echo "(Apache Kafka 4.0 pass: $((SECONDS - t0))s)"
+    t0=$SECONDS
+    echo "== pytest --kafka=apache (Apache Kafka, newest pinned 4.x): share groups, Schema Registry"
+    "${PYTEST[@]}" --kafka=apache --kafka-version=latest --durations=10 "${SHARE_SUITES[@]}" || return 1
+    echo "(Apache Kafka latest, share groups: $((SECONDS - t0))s)"
 }
 
 SECONDS=0
-apache_rc=0
-apache_log=""
+lanes=()
 if [ "${AIOKAFKA_LITE_APACHE_PASSES:-1}" != 0 ]; then
-    apache_log="$(mktemp -t aiokafka-lite-apache-XXXXXX.log)"
-    apache_passes >"$apache_log" 2>&1 &
-    apache_pid=$!
+    for lane in apache_latest_pass apache_40_and_share_passes; do
+        log="$(mktemp -t aiokafka-lite-apache-XXXXXX.log)"
+        "$lane" >"$log" 2>&1 &
+        lanes+=("$!:$log")
+    done
 fi
 echo "== pytest: everything, on the embedded broker"
 embedded_rc=0
 "${PYTEST[@]}" || embedded_rc=$?
 echo "(embedded pass: ${SECONDS}s)"
-if [ -n "$apache_log" ]; then
-    wait "$apache_pid" || apache_rc=$?
-    cat "$apache_log"
-    rm -f "$apache_log"
-    echo "(all passes: ${SECONDS}s)"
-fi
+apache_rc=0
+for entry in "${lanes[@]}"; do
+    wait "${entry%%:*}" || apache_rc=$?
+    cat "${entry#*:}"
+    rm -f "${entry#*:}"
+done
+[ "${#lanes[@]}" -gt 0 ] && echo "(all passes: ${SECONDS}s)"
 if [ "$embedded_rc" != 0 ] || [ "$apache_rc" != 0 ]; then
     echo "FAILED: embedded pass exit $embedded_rc, Apache passes exit $apache_rc" >&2
     exit 1
