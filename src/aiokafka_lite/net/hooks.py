@@ -16,7 +16,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-__all__ = ["LATENCY_BUCKETS_S", "BrokerStats", "Histogram", "HookDispatcher", "Hooks"]
+__all__ = [
+    "BATCH_BYTES_BUCKETS",
+    "BATCH_RECORDS_BUCKETS",
+    "LATENCY_BUCKETS_S",
+    "BrokerStats",
+    "Histogram",
+    "HookDispatcher",
+    "Hooks",
+]
 
 log = logging.getLogger("aiokafka_lite.net.hooks")
 
@@ -102,6 +110,14 @@ class HookDispatcher:
 #: ``messaging.client.operation.duration``.
 LATENCY_BUCKETS_S: tuple[float, ...] = (
     0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+)  # fmt: skip
+
+#: Bucket upper bounds of the producer's batch histograms (bytes, records per batch), here
+#: beside the latency ones so the sender and the OpenTelemetry metrics share them without
+#: integrations importing produce.
+BATCH_BYTES_BUCKETS: tuple[float, ...] = tuple(float(256 * 4**i) for i in range(9))
+BATCH_RECORDS_BUCKETS: tuple[float, ...] = (
+    1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0, 5000.0,
 )  # fmt: skip
 
 

@@ -23,6 +23,7 @@ from typing import Any, NamedTuple, overload
 
 from aiokafka_lite.core import concurrency as _backend
 from aiokafka_lite.core.errors import DeliveryFailedError, IllegalStateError, RecordFailure
+from aiokafka_lite.core.futures import on_asyncio, wait_for_callback
 from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.wire.records import BatchBuilder
 
@@ -454,12 +455,16 @@ class SendWakeup:
 
     def __await__(self) -> Generator[Any, None, None]:
         if not self.done():
-            if asyncio._get_running_loop() is None:  # trio: no Task to hand this to
-                yield from _wait_trio(self).__await__()
+            if on_asyncio() is None:  # trio: no Task to hand this to
+                batch = self._batch  # one waiter per send: no Task protocol here
+                yield from wait_for_callback(batch.add_done_callback, None).__await__()
                 return
             self._asyncio_future_blocking = True
             yield self
         self.result()
+
+
+_new_object = object.__new__
 
 
 class RecordFuture:
@@ -494,6 +499,24 @@ class RecordFuture:
         #: asyncio's protocol flag: True while ``__await__`` has yielded this handle to the
         #: Task that waits on it.
         self._asyncio_future_blocking = False
+
+    @classmethod
+    def of(cls, batch: ProducerBatch, index: int) -> RecordFuture:
+        """The handle of record ``index`` of ``batch`` (what ``RecordFuture(batch, index)``
+        builds, without the type-call overhead: the enqueue fast path makes one per record)."""
+        fut = _new_object(cls)
+        fut._batch = batch
+        fut._index = index
+        fut._callbacks = None
+        fut._cancelled = False
+        fut._cancel_message = None
+        fut._asyncio_future_blocking = False
+        return fut
+
+    def another_handle(self) -> RecordFuture:
+        """Public hook (tracing): a new handle of the same record, whose done-callbacks
+        run when the record completes however this handle is cancelled."""
+        return RecordFuture.of(self._batch, self._index)
 
     @property
     def topic(self) -> str:
@@ -636,8 +659,8 @@ class RecordFuture:
 
     def __await__(self) -> Generator[Any, None, RecordMetadata]:
         if not (self._batch.is_done or self._cancelled):
-            if asyncio._get_running_loop() is None:  # trio: no Task to hand this to
-                yield from _wait_trio(self).__await__()
+            if on_asyncio() is None:  # trio: no Task to hand this to
+                yield from wait_for_callback(self.add_done_callback, self.remove_done_callback).__await__()
                 return self.result()
             self._asyncio_future_blocking = True
             yield self  # the Task waits for it (add_done_callback), as for asyncio futures
@@ -656,26 +679,6 @@ class RecordFuture:
         else:
             state = "failed" if self.exception() is not None else "done"
         return f"<RecordFuture {batch.tp.topic}-{batch.tp.partition} #{self._index} {state}>"
-
-
-async def _wait_trio(handle: RecordFuture | SendWakeup) -> None:
-    """Await a record handle (or a send's wake-up) from a trio task: its done-callback
-    resolves a trio-side future; a cancelled caller just stops listening."""
-    fut: _backend.TrioFuture[None] = _backend.TrioFuture()
-
-    def resolve(_h: object) -> None:
-        if not fut.done():
-            fut.set_result(None)
-
-    if isinstance(handle, SendWakeup):
-        handle._batch.add_done_callback(resolve)  # one waiter per send: no Task protocol here
-    else:
-        handle.add_done_callback(resolve)
-    try:
-        await fut
-    finally:
-        if not isinstance(handle, SendWakeup):
-            handle.remove_done_callback(resolve)
 
 
 class BatchResult(Sequence[RecordMetadata]):
@@ -717,6 +720,10 @@ class BatchResult(Sequence[RecordMetadata]):
     def _add(self, batch: ProducerBatch, index: int) -> None:
         """Record number ``len(self)`` is ``batch``'s record ``index``."""
         self._add_run(batch, index, 1)
+
+    def add(self, fut: RecordFuture) -> None:
+        """Public hook (tracing): the next record of this result is ``fut``'s."""
+        self._add_run(fut._batch, fut._index, 1)
 
     def _add_run(self, batch: ProducerBatch, index: int, n: int) -> None:
         """The next ``n`` records are ``batch``'s records ``index``, ``index + 1``, ..."""

@@ -91,7 +91,7 @@ _BYTES_TYPES: Final = (bytes, bytearray, memoryview)
 
 
 _time = time.time
-_new_future = object.__new__
+_record_future = RecordFuture.of
 #: A producer loop that never suspends yields to the sender after this many full batches.
 _YIELD_EVERY_FULL_BATCHES: Final = 8
 #: End-of-iteration marker for the bulk path.
@@ -244,7 +244,7 @@ class Producer:
             raise E.ProducerClosedError("producer is closed")
         if self._started:
             return
-        if asyncio._get_running_loop() is None:
+        if _backend.structured():
             await self._start_structured()
             return
         if self._start_task is None:
@@ -362,7 +362,7 @@ class Producer:
         ``timeout`` seconds; without one, delivery_timeout_ms bounds it since every record
         expires by then), fail whatever is left with ``ProducerClosedError``, stop the
         sender and close the client if the producer created it. Idempotent."""
-        if asyncio._get_running_loop() is None:
+        if _backend.structured():
             await self._close_structured(timeout, flush)
             return
         if self._close_task is None:
@@ -798,15 +798,7 @@ class Producer:
                 if app is not None and app(ts, key, value, ()):
                     tss = q.timestamps
                     tss.append(ts)
-                    # RecordFuture(batch, index) without the call overhead
-                    fut = _new_future(RecordFuture)
-                    fut._batch = q.open  # type: ignore[assignment]  # not None while append is set
-                    fut._index = len(tss) - 1
-                    fut._callbacks = None
-                    fut._cancelled = False
-                    fut._cancel_message = None
-                    fut._asyncio_future_blocking = False
-                    return fut
+                    return _record_future(q.open, len(tss) - 1)  # type: ignore[arg-type]  # open while append is set
         return await self._enqueue_general(topic, value, key, partition, timestamp_ms, headers)
 
     async def _enqueue_general(
@@ -873,9 +865,12 @@ class Producer:
         if self._refused:
             raise self._refusal()
         if _otel.enabled and (tracing := _otel.of(self)) is not None:  # a span per record
-            return await tracing.enqueue_batch(
+            result = BatchResult()
+            for fut in await tracing.enqueue_batch(
                 self._enqueue_general, self, topic, values, keys, headers, partition, timestamp_ms
-            )
+            ):
+                result.add(fut)
+            return result
         result = BatchResult()
         vs = self._value_serializer
         if vs is not None:

@@ -24,7 +24,7 @@ from aiokafka_lite.core import errors as E
 from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.net import Client
 from aiokafka_lite.net.client import error_type_name
-from aiokafka_lite.net.hooks import Histogram
+from aiokafka_lite.net.hooks import BATCH_BYTES_BUCKETS, BATCH_RECORDS_BUCKETS, Histogram
 from aiokafka_lite.produce.accumulator import RecordAccumulator
 from aiokafka_lite.produce.batch import ProducerBatch
 from aiokafka_lite.produce.producer_config import ProducerConfig
@@ -49,12 +49,6 @@ _REQUEST_TIMED_OUT: Final = 7
 _TRANSACTIONAL_ID_MAX_TIMEOUT: Final = 2**31 - 1
 #: Produce v13 identifies topics by id only (KIP-516).
 _LAST_VERSION_WITH_TOPIC_NAMES: Final = 12
-
-
-#: Bucket upper bounds of the acknowledged-batch size histograms: bytes on the wire
-#: (powers of 4 from 256 B to 16 MiB, past the 1 MiB default max.request.size) and records.
-BATCH_BYTES_BUCKETS: Final = tuple(float(256 * 4**i) for i in range(9))
-BATCH_RECORDS_BUCKETS: Final = (1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0, 5000.0)
 
 
 def _now_ms() -> float:
@@ -126,7 +120,7 @@ class Sender:
     _in_order: _Turns | None = None
 
     def start(self) -> None:
-        if asyncio._get_running_loop() is None:
+        if _backend.structured():  # tasks need not start in spawn order (trio)
             self._in_order = _Turns()
         self._task = self._spawn(self._run(), "aiokafka_lite.producer.sender")
 
@@ -149,14 +143,11 @@ class Sender:
     def _spawn(self, coro: Coroutine[Any, Any, None], name: str | None = None) -> asyncio.Task[None]:
         """asyncio: a plain task, cancelled and awaited by ``stop()``; trio: a task in the
         client's task group (the client outlives the sender: the producer closes it last)."""
-        running = asyncio._get_running_loop()
-        if running is not None:
-            return running.create_task(coro, name=name)
-        owner = self._client._owner
-        if owner is None:
-            coro.close()
+        task: asyncio.Task[None] | None = _backend.spawn(
+            self._client._owner, coro, name or "producer-request"
+        )
+        if task is None:
             raise E.ClosedError("the producer's client is closed")
-        task: asyncio.Task[None] = owner.spawn(coro, name or "producer-request")
         return task
 
     def kick(self) -> None:
@@ -237,32 +228,10 @@ class Sender:
             self._woken = False
             await _backend.sleep(0)
             return
-        loop = asyncio._get_running_loop()
-        if loop is None:
-            await self._sleep_trio(delay_ms)
-            return
-        fut = self._wake_fut = loop.create_future()
-        handle = None
-        self._sleep_until = _now_ms() + delay_ms
-        if delay_ms != math.inf:
-            handle = loop.call_later(max(delay_ms, 0.0) / 1000.0, _resolve, fut)
-        try:
-            await fut
-        finally:
-            self._wake_fut = None
-            self._woken = False
-            self._sleep_until = 0.0
-            if handle is not None:
-                handle.cancel()
-
-    async def _sleep_trio(self, delay_ms: float) -> None:
-        import anyio
-
         fut = self._wake_fut = _backend.loop().create_future()
         self._sleep_until = _now_ms() + delay_ms
         try:
-            with anyio.move_on_after(math.inf if delay_ms == math.inf else max(delay_ms, 0.0) / 1000.0):
-                await fut
+            await _backend.sleep_until_woken(fut, delay_ms / 1000.0)  # math.inf stays inf
         finally:
             self._wake_fut = None
             self._woken = False

@@ -603,17 +603,11 @@ class Transactions:
     def _spawn(self, coro: Coroutine[Any, Any, T], name: str) -> asyncio.Task[T]:
         """asyncio: a task whose outcome is always retrieved; trio: a task in the
         client's task group (the producer closes this session before its client)."""
-        running = asyncio._get_running_loop()
-        if running is not None:
-            task = running.create_task(coro, name=name)
-            task.add_done_callback(_retrieve)
-            return task
-        owner = self._client_of()._owner
-        if owner is None:
-            coro.close()
+        task: asyncio.Task[T] | None = _backend.spawn(self._client_of()._owner, coro, name)
+        if task is None:
             raise E.ProducerClosedError("the producer's client is closed")
-        handle: asyncio.Task[T] = owner.spawn(coro, name)
-        return handle
+        task.add_done_callback(_retrieve)
+        return task
         self._op = None
 
     # -- coordinator requests ------------------------------------------------------------------
@@ -824,7 +818,7 @@ class Transactions:
     async def _wait_add_task(self) -> None:
         task = self._add_task
         while task is not None:
-            await _wait_done(task)
+            await _backend.wait_done((task,))
             task = self._add_task if self._add_task is not task else None
 
     # -- offsets ------------------------------------------------------------------------------
@@ -978,7 +972,7 @@ class Transactions:
             timeout = self._cfg.max_block_ms if timeout_ms is None else timeout_ms
             loop = _backend.loop()
             start = loop.time()
-            await _wait_done(op[1], timeout / 1000)
+            await _backend.wait_done((op[1],), timeout / 1000)
             timeout_ms = max(timeout - (loop.time() - start) * 1000, 0.0)
             op = self._op
         if not (op is not None and op[0] == "abort_transaction"):
@@ -992,7 +986,7 @@ class Transactions:
         add = self._add_task
         if add is not None:
             add.cancel()  # its partitions count as maybe added
-            await _wait_done(add)
+            await _backend.wait_done((add,))
         self._wake_sender()  # fails the batches not sent yet
         await self._flush()  # and waits for those in flight
         if m.state is S.FATAL_ERROR:  # e.g. a batch learnt that we are fenced
@@ -1026,21 +1020,6 @@ def _add_partitions_error(resp: Response) -> int:
 
 async def _as_coroutine(factory: Callable[[], Awaitable[T]]) -> T:
     return await factory()
-
-
-async def _wait_done(task: Any, timeout_s: float | None = None) -> None:
-    """``asyncio.wait([task], timeout=...)``: until the task is done (its outcome is
-    left to its owner), at most ``timeout_s``."""
-    if asyncio._get_running_loop() is not None:
-        await asyncio.wait([task], timeout=timeout_s)
-        return
-    import anyio
-
-    with anyio.move_on_after(float("inf") if timeout_s is None else timeout_s):
-        try:
-            await task  # awaiting a trio task never cancels it
-        except Exception:
-            pass
 
 
 def _retrieve(task: asyncio.Task[Any]) -> None:

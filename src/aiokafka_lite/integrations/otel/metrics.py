@@ -122,7 +122,7 @@ class KafkaMetrics:
         )
         self.request_duration = _histogram(self.meter, specs["aiokafka_lite.request.duration"], latency)
         self.process_duration = _histogram(self.meter, specs["messaging.process.duration"], latency)
-        from aiokafka_lite.produce.sender import BATCH_BYTES_BUCKETS, BATCH_RECORDS_BUCKETS
+        from aiokafka_lite.net.hooks import BATCH_BYTES_BUCKETS, BATCH_RECORDS_BUCKETS
 
         self.batch_size = _histogram(
             self.meter, specs["aiokafka_lite.producer.batch.size"], list(BATCH_BYTES_BUCKETS)

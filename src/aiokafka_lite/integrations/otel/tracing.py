@@ -39,7 +39,7 @@ from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
 from aiokafka_lite import __version__
 
 if TYPE_CHECKING:
-    from aiokafka_lite.produce.batch import BatchResult, RecordFuture, RecordMetadata
+    from aiokafka_lite.produce.batch import RecordFuture, RecordMetadata
     from aiokafka_lite.produce.producer import Producer
 
 __all__ = ["KafkaTracing", "extract_context"]
@@ -283,8 +283,6 @@ class KafkaTracing:
         headers: Headers | None,
     ) -> RecordFuture:
         """``Producer.enqueue`` traced: the span ends when the record is acknowledged."""
-        from aiokafka_lite.produce.batch import RecordFuture
-
         span, traced_headers = self._start_send(producer, topic, key, value, partition, headers)
         try:
             fut = await enqueue(topic, value, key, partition, timestamp_ms, traced_headers)
@@ -305,7 +303,7 @@ class KafkaTracing:
             else:
                 self._acked(span, own.result())
 
-        RecordFuture(fut._batch, fut._index).add_done_callback(done)
+        fut.another_handle().add_done_callback(done)
         return fut
 
     async def enqueue_batch(
@@ -318,18 +316,17 @@ class KafkaTracing:
         headers: Iterable[Headers | None] | None,
         partition: int | None,
         timestamp_ms: int | None,
-    ) -> BatchResult:
-        """``enqueue_batch`` traced: every record gets its own span and trace headers."""
-        from aiokafka_lite.produce.batch import BatchResult
-
-        result = BatchResult()
+    ) -> list[RecordFuture]:
+        """``enqueue_batch`` traced: every record gets its own span and trace headers; the
+        handles in input order (the producer makes its ``BatchResult`` of them)."""
+        result: list[RecordFuture] = []
         key_iter = iter(keys) if keys is not None else None
         header_iter = iter(headers) if headers is not None else None
         for value in values:
             key = next(key_iter, None) if key_iter is not None else None
             hdrs = next(header_iter, None) if header_iter is not None else None
             fut = await self.enqueue(enqueue, producer, topic, value, key, partition, timestamp_ms, hdrs)
-            result._add_run(fut._batch, fut._index, 1)
+            result.append(fut)
         return result
 
     # -- consuming --------------------------------------------------------------------
