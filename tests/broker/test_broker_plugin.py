@@ -29,12 +29,14 @@ async def test_kafka_bootstrap_is_kafka_cluster_when_both_used(
         assert [t.name for t in resp.topics] == ["visible"]
 
 
+@pytest.mark.kafka_embedded  # reads the cluster's topic state: embedded-only control API
 async def test_factory_builds_custom_shapes(kafka_cluster_factory) -> None:  # type: ignore[no-untyped-def]
     c3 = await kafka_cluster_factory(brokers=3, topics={"a": 6})
     assert len(c3.bootstrap.split(",")) == 3
     assert len(c3.topic("a").partitions) == 6
 
 
+@pytest.mark.kafka_embedded  # move_leader: embedded-only control API
 def test_threaded_factory(kafka_threaded_cluster_factory) -> None:  # type: ignore[no-untyped-def]
     tc = kafka_threaded_cluster_factory(brokers=2, topics={"x": 2})
     assert tc.call(lambda c: c.move_leader("x", 0, 2)) == (2, 1)
