@@ -26,12 +26,10 @@ import os
 import shutil
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import Any, Final, Literal
 
 from aiokafka_lite.broker.log import PartitionLog
-
-if TYPE_CHECKING:
-    from aiokafka_lite.broker.state import ClusterState, Partition, Topic
+from aiokafka_lite.broker.state import ClusterState, Partition, Topic
 
 __all__ = ["FsyncPolicy", "Storage"]
 
@@ -92,8 +90,6 @@ class Storage:
     # -- load --------------------------------------------------------------------
     def load(self, state: ClusterState) -> None:
         """Restores topics and logs into an empty ``state`` (no-op for a fresh directory)."""
-        from aiokafka_lite.broker.state import Partition, Topic
-
         if not self.meta_path.exists():
             self.save_metadata(state)
             return

@@ -10,10 +10,13 @@ from collections import Counter
 from typing import Final
 
 from aiokafka_lite.broker.context import HandlerRegistry, RequestContext
+from aiokafka_lite.broker.group_configs import group_config_entries, validate_group_config
+from aiokafka_lite.broker.share.groups import get_share_groups
 from aiokafka_lite.broker.state import TOPIC_CONFIG_DEFAULTS, ClusterState, Topic
 from aiokafka_lite.core.errors import (
     BrokerResponseError,
     InvalidConfigError,
+    InvalidPartitionsError,
     InvalidRequestError,
     TopicAuthorizationFailedError,
     TransactionalIdAuthorizationFailedError,
@@ -226,8 +229,6 @@ async def create_partitions(ctx: RequestContext, req: Request) -> Response:
             assignments = [list(a.broker_ids) for a in t.assignments] if t.assignments is not None else None
             if req.validate_only:
                 if t.count <= len(topic.partitions):
-                    from aiokafka_lite.core.errors import InvalidPartitionsError
-
                     raise InvalidPartitionsError(
                         f"topic has {len(topic.partitions)} partitions; cannot set {t.count}"
                     )
@@ -318,8 +319,6 @@ def _describe_group_configs(
     docs: bool,
 ) -> None:
     """A GROUP resource: every group config (Kafka lists them whether or not the group exists)."""
-    from aiokafka_lite.broker.group_configs import group_config_entries
-
     if not res.resource_name:
         res.error_code = InvalidRequestError.code
         res.error_message = "Group name must not be empty"
@@ -377,8 +376,6 @@ def _alter(
     elif resource_type == RESOURCE_BROKER_LOGGER:
         return
     elif resource_type == RESOURCE_GROUP:
-        from aiokafka_lite.broker.group_configs import validate_group_config
-
         if not resource_name:
             raise InvalidRequestError("Default group resources are not allowed.")
         for k, val in changes.items():
@@ -394,8 +391,6 @@ def _alter(
                 configs.pop(k, None)
             else:
                 configs[k] = val
-        from aiokafka_lite.broker.share.groups import get_share_groups
-
         get_share_groups(state).persist(resource_name)  # journaled: kept if the broker is killed
     else:
         raise InvalidRequestError(f"unsupported resource type {resource_type}")
