@@ -24,7 +24,8 @@ A new operation is typically::
         deadline = rq.deadline(timeout_ms)
 
         async def send(node: int, batch: list[str]) -> dict[str, Outcome]:
-            resp = await rq.request(lambda v: DeleteGroupsRequest(groups_names=batch), node, deadline)
+            make = lambda v: DeleteGroupsRequest(groups_names=batch)
+            resp = await rq.request(make, node, deadline)
             return {r.group_id: error_of(r.error_code) or Result() for r in resp.results}
 
         outcomes = await rq.by_coordinator(items, send, deadline)
