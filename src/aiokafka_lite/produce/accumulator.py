@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import random
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol
@@ -29,6 +28,7 @@ from typing import Protocol
 from aiokafka_lite.core import concurrency as _backend
 from aiokafka_lite.core.errors import KafkaTimeoutError, ProducerClosedError
 from aiokafka_lite.core.structs import TopicPartition
+from aiokafka_lite.net.retry import Backoff
 from aiokafka_lite.produce.batch import ProducerBatch
 from aiokafka_lite.produce.partitioner import UniformStickyPartitioner
 from aiokafka_lite.wire.compression import Compression
@@ -256,6 +256,8 @@ class RecordAccumulator:
         self.pool = pool if pool is not None else BufferPool(32 * 1024 * 1024)
         self.retry_backoff_ms = retry_backoff_ms
         self.retry_backoff_max_ms = retry_backoff_max_ms
+        #: The shared policy (net/retry): exponential, capped, 20% jitter (KIP-580).
+        self._retry_backoff = Backoff(retry_backoff_ms, retry_backoff_max_ms)
         self.transactional = transactional
         self.ratios = CompressionRatioEstimator()
         self.queues: dict[TopicPartition, PartitionQueue] = {}
@@ -329,8 +331,7 @@ class RecordAccumulator:
 
     def backoff_ms(self, attempts: int) -> float:
         """Retry backoff after ``attempts`` sends: exponential, capped, 20% jitter (KIP-580)."""
-        base = min(self.retry_backoff_ms * 2.0 ** max(attempts - 1, 0), self.retry_backoff_max_ms)
-        return base * random.uniform(0.8, 1.2)
+        return self._retry_backoff.delay_ms(attempts - 1)
 
     def ready(
         self, now_ms: float, node_ready: Callable[[int], bool] | None = None

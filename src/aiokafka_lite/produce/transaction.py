@@ -57,6 +57,7 @@ from aiokafka_lite.core import concurrency as _backend
 from aiokafka_lite.core import errors as E
 from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.net import Client, CoordinatorType, Lane
+from aiokafka_lite.net.retry import Backoff
 from aiokafka_lite.produce.batch import ProducerBatch
 from aiokafka_lite.produce.sequencing import IdempotenceManager, ProducerIdAndEpoch
 from aiokafka_lite.wire.messages import (
@@ -613,8 +614,10 @@ class Transactions:
     # -- coordinator requests ------------------------------------------------------------------
 
     def _backoff_ms(self, attempt: int, code: int) -> float:
+        """The shared policy (net/retry) without jitter, from a shorter first wait while the
+        coordinator reports a concurrent transaction (as the Java client)."""
         base = _CONCURRENT_BACKOFF_MS if code == _CONCURRENT_TRANSACTIONS else self._cfg.retry_backoff_ms
-        return float(min(base * 2.0**attempt, max(self._cfg.retry_backoff_max_ms, base)))
+        return Backoff(base, max(self._cfg.retry_backoff_max_ms, base), jitter=0).delay_ms(attempt)
 
     async def _coordinator_send(
         self,
