@@ -134,7 +134,7 @@ _RENAMED_MODULES: dict[str, str] = {
     "aiokafka_lite.net.config": "aiokafka_lite.net.client_config",
     "aiokafka_lite.observability": "aiokafka_lite.core.client_metrics",
     "aiokafka_lite.otel": "aiokafka_lite.integrations.otel",
-    "aiokafka_lite.otel._active": "aiokafka_lite.integrations.otel._active",
+    "aiokafka_lite.otel._active": "aiokafka_lite.core.tracing_hook",
     "aiokafka_lite.otel.metrics": "aiokafka_lite.integrations.otel.metrics",
     "aiokafka_lite.otel.tracing": "aiokafka_lite.integrations.otel.tracing",
     "aiokafka_lite.produce.config": "aiokafka_lite.produce.producer_config",

@@ -44,7 +44,7 @@ def test_instrument_imports_it_and_uninstrument_switches_tracing_off() -> None:
         "aiokafka_lite.integrations.otel.instrument()\n"
         "assert aiokafka_lite.integrations.otel.is_instrumented()\n"
         "aiokafka_lite.integrations.otel.uninstrument()\n"
-        "from aiokafka_lite.integrations.otel import _active\n"
+        "from aiokafka_lite.core import tracing_hook as _active\n"
         "assert not _active.enabled and _active.tracing is None"
     )
     assert "opentelemetry.trace" in loaded

@@ -47,10 +47,10 @@ from aiokafka_lite.consume.subscription import (
 )
 from aiokafka_lite.core import concurrency as _backend
 from aiokafka_lite.core import errors as E
+from aiokafka_lite.core import tracing_hook as _otel
 from aiokafka_lite.core.client_metrics import track
 from aiokafka_lite.core.health import Health, build_health
 from aiokafka_lite.core.structs import TopicPartition
-from aiokafka_lite.integrations.otel import _active as _otel
 from aiokafka_lite.net import Client, ClientConfig, ClusterMetadata
 from aiokafka_lite.net.metadata import fatal_topic_error
 

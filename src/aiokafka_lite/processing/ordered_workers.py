@@ -87,10 +87,10 @@ from typing import Any, Literal, Protocol
 
 from aiokafka_lite.core import client_metrics as _obs
 from aiokafka_lite.core import concurrency as _backend
+from aiokafka_lite.core import tracing_hook as _otel
 from aiokafka_lite.core.client_metrics import track
 from aiokafka_lite.core.errors import CommitFailedError, ConfigError, IllegalStateError, KafkaError
 from aiokafka_lite.core.structs import TopicPartition
-from aiokafka_lite.integrations.otel import _active as _otel
 from aiokafka_lite.net.hooks import LATENCY_BUCKETS_S, Histogram
 from aiokafka_lite.processing.failures import (
     FailureCallback,

@@ -59,9 +59,9 @@ from aiokafka_lite.consume.subscription import OffsetAndMetadata
 from aiokafka_lite.core import client_metrics as _obs
 from aiokafka_lite.core import concurrency as _backend
 from aiokafka_lite.core import errors as E
+from aiokafka_lite.core import tracing_hook as _otel
 from aiokafka_lite.core.client_metrics import track
 from aiokafka_lite.core.structs import TopicPartition
-from aiokafka_lite.integrations.otel import _active as _otel
 from aiokafka_lite.net.hooks import LATENCY_BUCKETS_S, Histogram
 from aiokafka_lite.produce import Producer
 from aiokafka_lite.produce.transaction import TxnState

@@ -50,10 +50,10 @@ from aiokafka_lite.consume.share.session import SESSION_ERRORS, FetchParams, Sha
 from aiokafka_lite.consume.share.share_config import ShareConsumerConfig
 from aiokafka_lite.core import concurrency as _backend
 from aiokafka_lite.core import errors as E
+from aiokafka_lite.core import tracing_hook as _otel
 from aiokafka_lite.core.client_metrics import track
 from aiokafka_lite.core.health import Health, build_health
 from aiokafka_lite.core.structs import TopicPartition
-from aiokafka_lite.integrations.otel import _active as _otel
 from aiokafka_lite.net import Client, ClientConfig
 from aiokafka_lite.net.client import Lane
 from aiokafka_lite.wire.messages import (

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aiokafka_lite.integrations.otel import _active
+from aiokafka_lite.core import tracing_hook as _active
 
 __all__ = ["instrument", "is_instrumented", "record_context", "uninstrument"]
 

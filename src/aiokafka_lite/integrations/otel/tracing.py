@@ -37,6 +37,7 @@ from opentelemetry.propagators.textmap import Getter, TextMapPropagator
 from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
 
 from aiokafka_lite import __version__
+from aiokafka_lite.core import tracing_hook
 
 if TYPE_CHECKING:
     from aiokafka_lite.produce.batch import RecordFuture, RecordMetadata
@@ -471,3 +472,7 @@ class KafkaTracing:
             except BaseException as exc:
                 _record_error(span, exc)
                 raise
+
+
+# The clients reach tracing through the hook in core (below them); hand it what it builds.
+tracing_hook.register(KafkaTracing, end_iteration)

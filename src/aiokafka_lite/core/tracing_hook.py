@@ -3,10 +3,17 @@
 This module imports nothing at run time: the producer and consumers import it
 unconditionally, so with OpenTelemetry off (not installed, or not enabled) a send or a
 consumed record costs one module-attribute load and a falsy check (``enabled``).
+
+It sits in core, below the clients, while the tracing itself is an integration above them
+(``aiokafka_lite.integrations.otel``): the integration registers its ``KafkaTracing`` and
+``end_iteration`` here when it loads (``register``), so nothing here imports upwards. A
+client given ``tracer_provider=`` before the integration was imported loads it by name,
+the way an optional plugin is loaded (``_OTEL_TRACING``).
 """
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -22,6 +29,17 @@ tracing: KafkaTracing | None = None
 enabled = False
 _client_providers = False
 
+_OTEL_TRACING = "aiokafka_lite.integrations.otel.tracing"
+#: Set by the tracing integration when it loads (``register``).
+_make_tracing: Callable[[Any], KafkaTracing] | None = None
+_end_iteration: Callable[[Any], None] | None = None
+
+
+def register(make_tracing: Callable[[Any], KafkaTracing], end: Callable[[Any], None]) -> None:
+    """Called once by ``aiokafka_lite.integrations.otel.tracing`` at import."""
+    global _make_tracing, _end_iteration
+    _make_tracing, _end_iteration = make_tracing, end
+
 
 def set_global(value: KafkaTracing | None) -> None:
     global tracing, enabled
@@ -34,10 +52,11 @@ def client_tracing(tracer_provider: Any) -> KafkaTracing | None:
     global enabled, _client_providers
     if tracer_provider is None:
         return None
-    from aiokafka_lite.integrations.otel.tracing import KafkaTracing
-
+    if _make_tracing is None:
+        importlib.import_module(_OTEL_TRACING)  # registers itself
+    assert _make_tracing is not None, f"{_OTEL_TRACING} did not register"
     _client_providers = enabled = True
-    return KafkaTracing(tracer_provider)
+    return _make_tracing(tracer_provider)
 
 
 def of(client: Any) -> KafkaTracing | None:
@@ -57,9 +76,8 @@ def begin_iteration(consumer: Any, record: Any) -> None:
 def end_iteration(consumer: Any) -> None:
     """End the process span of the record an ``async for`` over ``consumer`` handed out
     last (called on close; only while ``enabled``, so the tracing module is loaded)."""
-    from aiokafka_lite.integrations.otel.tracing import end_iteration as end
-
-    end(consumer)
+    if _end_iteration is not None:
+        _end_iteration(consumer)
 
 
 async def in_process_span(consumer: Any, record: Any, call: Callable[[], Any]) -> None:
