@@ -23,7 +23,7 @@ import pytest
 import aiokafka_lite
 from aiokafka_lite import Consumer
 from aiokafka_lite.core.errors import ConfigError
-from aiokafka_lite.integrations.log_handler import JsonFormatter, KafkaHandler
+from aiokafka_lite.integrations.log_handler import JsonFormatter, KafkaHandler, created_ms
 
 
 def test_no_module_of_the_package_shadows_the_standard_logging() -> None:
@@ -145,6 +145,17 @@ def test_json_format_without_extras_or_exception_and_with_a_stack() -> None:
     assert doc["message"] == "plain" and not {"exception", "extra", "stack"} & set(doc)
     record.stack_info = "Stack (most recent call last):\n  here"
     assert json.loads(JsonFormatter().format(record))["stack"] == record.stack_info
+
+
+@pytest.mark.parametrize("created", [1764203327.2379999, 1764203327.2375, 1764203327.9999996, 0.0015])
+def test_the_time_field_and_the_kafka_timestamp_are_the_same_millisecond(created: float) -> None:
+    # A float just under a millisecond boundary: truncating it and letting datetime round it
+    # to the microsecond disagree by one millisecond (CI once saw .237 against .238).
+    record = logging.LogRecord("app", logging.INFO, __file__, 1, "m", None, None)
+    record.created = created
+    stamped = dt.datetime.fromtimestamp(created_ms(record) / 1000, dt.UTC)
+    assert stamped.isoformat(timespec="milliseconds") == JsonFormatter().to_dict(record)["time"]
+    assert abs(created_ms(record) / 1000 - created) < 0.001
 
 
 def test_configuration_errors_name_the_option() -> None:

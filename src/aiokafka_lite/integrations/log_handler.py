@@ -100,12 +100,24 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
+def created_ms(record: logging.LogRecord) -> int:
+    """The record's time in whole milliseconds: its Kafka timestamp and its ``time`` field.
+
+    Both come from this one number, so they agree: ``int(created * 1000)`` truncates a float
+    such as ``...237.9999`` to 237 where ``datetime.fromtimestamp`` first rounds it to the
+    microsecond (238).
+    """
+    return round(record.created * 1_000_000) // 1000
+
+
 class JsonFormatter(logging.Formatter):
     """Formats a log record as one line of JSON (the fields: see the module docstring)."""
 
     def to_dict(self, record: logging.LogRecord) -> dict[str, Any]:
         doc: dict[str, Any] = {
-            "time": dt.datetime.fromtimestamp(record.created, dt.UTC).isoformat(timespec="milliseconds"),
+            "time": dt.datetime.fromtimestamp(created_ms(record) / 1000, dt.UTC).isoformat(
+                timespec="milliseconds"
+            ),
             "level": record.levelname,
             "logger": record.name,
             "message": record.getMessage(),
@@ -285,7 +297,7 @@ class KafkaHandler(logging.Handler):
                 self._report_pending = True
                 callback: Callable[[], None] = self._schedule_report
             else:
-                self._items.append((int(record.created * 1000), value))
+                self._items.append((created_ms(record), value))
                 self._appended += 1
                 wake = not self._wake_pending
                 self._wake_pending = True
@@ -484,7 +496,7 @@ class KafkaHandler(logging.Handler):
             text = self.format(record)
         except Exception:  # a user formatter that cannot take it
             text = json.dumps({"level": "WARNING", "logger": log.name, "dropped": dropped})
-        return int(record.created * 1000), text.encode("utf-8")
+        return created_ms(record), text.encode("utf-8")
 
     def _delivered(self, future: RecordFuture) -> None:
         self._unsettled -= 1
