@@ -8,7 +8,8 @@
 # and mirror tests there also start Apache Kafka); (2) every client suite against Apache
 # Kafka, newest pinned 4.x (--kafka=apache); (3) a smaller client subset against Kafka
 # 4.0.x, then the share-group suites (and the Schema Registry's Kafka end-to-end tests)
-# against the newest 4.x. (1), (2) and (3) run side by side.
+# against the newest 4.x, then tests/kafka4 (Kafka 4.x protocol tests on clusters of their
+# own). (1), (2) and (3) run side by side.
 # AIOKAFKA_LITE_APACHE_PASSES=0 skips passes 2 and 3 (quick local runs; CI runs them all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -76,6 +77,9 @@ CLIENT_SUBSET_40=(tests/test_demo.py tests/examples tests/produce tests/fetch te
 SHARE_SUITES=(tests/share/test_share_contract.py tests/share/test_share_consumer.py
     tests/share/test_share_in_flight_limit.py tests/share/test_share_read_committed.py
     tests/share/test_share_referee.py tests/share/test_share_renew.py tests/schema_registry)
+# Kafka 4.x protocol tests that start clusters of their own (several nodes, chosen feature
+# levels, a broker-side metrics reporter): their own lane's tail, out of the embedded pass.
+KAFKA4_SUITES=(tests/kafka4)
 
 # The Apache passes spend most of their time waiting (JVM start-up, group rebalances,
 # share-group joins, broker restarts), so they run beside the embedded pass rather than
@@ -96,6 +100,10 @@ apache_40_and_share_passes() {
     echo "== pytest --kafka=apache (Apache Kafka, newest pinned 4.x): share groups, Schema Registry"
     "${PYTEST[@]}" --kafka=apache --kafka-version=latest --durations=10 "${SHARE_SUITES[@]}" || return 1
     echo "(Apache Kafka latest, share groups: $((SECONDS - t0))s)"
+    t0=$SECONDS
+    echo "== pytest: Kafka 4.x protocol tests on clusters of their own"
+    "${PYTEST[@]}" --durations=10 "${KAFKA4_SUITES[@]}" || return 1
+    echo "(Kafka 4.x protocol tests: $((SECONDS - t0))s)"
 }
 
 SECONDS=0
@@ -109,7 +117,10 @@ if [ "${AIOKAFKA_LITE_APACHE_PASSES:-1}" != 0 ]; then
 fi
 echo "== pytest: everything, on the embedded broker"
 embedded_rc=0
-"${PYTEST[@]}" || embedded_rc=$?
+embedded_args=()
+# With the Apache lanes on, tests/kafka4 runs in one of them (it needs Apache Kafka anyway).
+[ "${#lanes[@]}" -gt 0 ] && embedded_args+=(--ignore=tests/kafka4)
+"${PYTEST[@]}" "${embedded_args[@]}" || embedded_rc=$?
 echo "(embedded pass: ${SECONDS}s)"
 apache_rc=0
 for entry in "${lanes[@]}"; do
