@@ -54,12 +54,24 @@ KAFKA_CLIENTS_SHA256 = {
 }
 JAR_SCHEMA_DIR = "common/message/"
 
-# The APIs generated (a Request and a Response schema each): what a client or the
-# embedded broker speaks. Kafka's controller, KRaft and inter-broker APIs (and its
-# share-coordinator state APIs) are left out.
+# The APIs generated (a Request and a Response schema each): every API of the pinned
+# schemas whose "listeners" include "broker" (what clients send, Java's Admin included:
+# its KRaft quorum calls AddRaftVoter, RemoveRaftVoter, UnregisterController and
+# DescribeQuorum go to a broker or, with bootstrap.controllers, to a controller), and
+# WriteTxnMarkers, which the embedded broker's transaction coordinator speaks. Left out,
+# because no client sends them:
+# - KRaft's own and the controller's inter-node APIs (listeners "controller" only):
+#   Vote, BeginQuorumEpoch, EndQuorumEpoch, FetchSnapshot, UpdateRaftVoter,
+#   AllocateProducerIds, AlterPartition, AssignReplicasToDirs, BrokerHeartbeat,
+#   BrokerRegistration, ControllerRegistration, Envelope;
+# - the share coordinator's state APIs, broker to broker (KIP-932): InitializeShareGroupState,
+#   ReadShareGroupState, ReadShareGroupStateSummary, WriteShareGroupState, DeleteShareGroupState;
+# - the ZooKeeper-era APIs kept only as schemas without versions: LeaderAndIsr,
+#   StopReplica, UpdateMetadata, ControlledShutdown.
 APIS = (
     "AddOffsetsToTxn",
     "AddPartitionsToTxn",
+    "AddRaftVoter",
     "AlterClientQuotas",
     "AlterConfigs",
     "AlterPartitionReassignments",
@@ -114,6 +126,7 @@ APIS = (
     "OffsetForLeaderEpoch",
     "Produce",
     "PushTelemetry",
+    "RemoveRaftVoter",
     "RenewDelegationToken",
     "SaslAuthenticate",
     "SaslHandshake",
@@ -121,9 +134,13 @@ APIS = (
     "ShareFetch",
     "ShareGroupDescribe",
     "ShareGroupHeartbeat",
+    "StreamsGroupDescribe",
+    "StreamsGroupHeartbeat",
+    "StreamsGroupTopologyDescriptionUpdate",
     "SyncGroup",
     "TxnOffsetCommit",
     "UnregisterBroker",
+    "UnregisterController",
     "UpdateFeatures",
     "WriteTxnMarkers",
 )

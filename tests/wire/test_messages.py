@@ -124,6 +124,17 @@ def test_registry_covers_every_api() -> None:
         92: m.DeleteShareGroupOffsetsRequest,
     }
     assert {key: m.REQUESTS[key] for key in share} == share
+    # Kafka 4.4's remaining client-facing APIs: streams groups (KIP-1071), the KRaft
+    # quorum's dynamic voters (KIP-853) and controller unregistration.
+    newer = {
+        80: (m.AddRaftVoterRequest, m.AddRaftVoterResponse),
+        81: (m.RemoveRaftVoterRequest, m.RemoveRaftVoterResponse),
+        88: (m.StreamsGroupHeartbeatRequest, m.StreamsGroupHeartbeatResponse),
+        89: (m.StreamsGroupDescribeRequest, m.StreamsGroupDescribeResponse),
+        93: (m.StreamsGroupTopologyDescriptionUpdateRequest, m.StreamsGroupTopologyDescriptionUpdateResponse),
+        94: (m.UnregisterControllerRequest, m.UnregisterControllerResponse),
+    }
+    assert {key: (m.REQUESTS[key], m.RESPONSES[key]) for key in newer} == newer
     assert m.RequestHeader.MIN_VERSION == 0 and m.RequestHeader.MAX_VERSION == 2
     assert (m.ResponseHeader.MIN_VERSION, m.ResponseHeader.MAX_VERSION) == (0, 1)
     assert m.ConsumerProtocolSubscription.MAX_VERSION >= 3
@@ -184,6 +195,33 @@ def test_hand_checked_tagged_field() -> None:
     assert again.unknown_tags == {4000: b"\x01\x02"}
     # The tagged leader is encoded as: tag 1, size 9 (int32 + int32 + empty tags), values.
     assert b"\x01\x09\x00\x00\x00\x05\x00\x00\x00\x09\x00" in data
+
+
+def test_hand_checked_add_raft_voter_v0_and_v1() -> None:
+    # AddRaftVoter (KIP-853): flexible from v0; v1 adds AckWhenCommitted (default true).
+    dir_id = uuid.UUID("00112233-4455-6677-8899-aabbccddeeff")
+    req = m.AddRaftVoterRequest(
+        cluster_id="c",
+        timeout_ms=1000,
+        voter_id=3,
+        voter_directory_id=dir_id,
+        listeners=[m.AddRaftVoterRequest.Listener(name="L", host="h", port=9093)],
+    )
+    body = (
+        b"\x02c"
+        + struct.pack(">ii", 1000, 3)
+        + dir_id.bytes
+        + b"\x02"
+        + b"\x02L\x02h"
+        + struct.pack(">H", 9093)
+        + b"\x00"
+    )
+    assert req.encode(0) == body + b"\x00"
+    assert req.encode(1) == body + b"\x01\x00"
+    assert m.AddRaftVoterRequest.decode(body + b"\x01\x00", 1) == req
+    # v0 cannot say "acknowledge before the commit": the gate refuses a non-default value.
+    with pytest.raises(VersionError):
+        m.AddRaftVoterRequest(ack_when_committed=False).encode(0)
 
 
 def test_version_gate_rejects_non_default_value() -> None:

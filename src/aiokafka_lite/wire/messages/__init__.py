@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from aiokafka_lite.wire.messages.add_offsets_to_txn_response import AddOffsetsToTxnResponse
     from aiokafka_lite.wire.messages.add_partitions_to_txn_request import AddPartitionsToTxnRequest
     from aiokafka_lite.wire.messages.add_partitions_to_txn_response import AddPartitionsToTxnResponse
+    from aiokafka_lite.wire.messages.add_raft_voter_request import AddRaftVoterRequest
+    from aiokafka_lite.wire.messages.add_raft_voter_response import AddRaftVoterResponse
     from aiokafka_lite.wire.messages.alter_client_quotas_request import AlterClientQuotasRequest
     from aiokafka_lite.wire.messages.alter_client_quotas_response import AlterClientQuotasResponse
     from aiokafka_lite.wire.messages.alter_configs_request import AlterConfigsRequest
@@ -152,6 +154,8 @@ if TYPE_CHECKING:
     from aiokafka_lite.wire.messages.produce_response import ProduceResponse
     from aiokafka_lite.wire.messages.push_telemetry_request import PushTelemetryRequest
     from aiokafka_lite.wire.messages.push_telemetry_response import PushTelemetryResponse
+    from aiokafka_lite.wire.messages.remove_raft_voter_request import RemoveRaftVoterRequest
+    from aiokafka_lite.wire.messages.remove_raft_voter_response import RemoveRaftVoterResponse
     from aiokafka_lite.wire.messages.renew_delegation_token_request import RenewDelegationTokenRequest
     from aiokafka_lite.wire.messages.renew_delegation_token_response import RenewDelegationTokenResponse
     from aiokafka_lite.wire.messages.request_header import RequestHeader
@@ -168,12 +172,24 @@ if TYPE_CHECKING:
     from aiokafka_lite.wire.messages.share_group_describe_response import ShareGroupDescribeResponse
     from aiokafka_lite.wire.messages.share_group_heartbeat_request import ShareGroupHeartbeatRequest
     from aiokafka_lite.wire.messages.share_group_heartbeat_response import ShareGroupHeartbeatResponse
+    from aiokafka_lite.wire.messages.streams_group_describe_request import StreamsGroupDescribeRequest
+    from aiokafka_lite.wire.messages.streams_group_describe_response import StreamsGroupDescribeResponse
+    from aiokafka_lite.wire.messages.streams_group_heartbeat_request import StreamsGroupHeartbeatRequest
+    from aiokafka_lite.wire.messages.streams_group_heartbeat_response import StreamsGroupHeartbeatResponse
+    from aiokafka_lite.wire.messages.streams_group_topology_description_update_request import (
+        StreamsGroupTopologyDescriptionUpdateRequest,
+    )
+    from aiokafka_lite.wire.messages.streams_group_topology_description_update_response import (
+        StreamsGroupTopologyDescriptionUpdateResponse,
+    )
     from aiokafka_lite.wire.messages.sync_group_request import SyncGroupRequest
     from aiokafka_lite.wire.messages.sync_group_response import SyncGroupResponse
     from aiokafka_lite.wire.messages.txn_offset_commit_request import TxnOffsetCommitRequest
     from aiokafka_lite.wire.messages.txn_offset_commit_response import TxnOffsetCommitResponse
     from aiokafka_lite.wire.messages.unregister_broker_request import UnregisterBrokerRequest
     from aiokafka_lite.wire.messages.unregister_broker_response import UnregisterBrokerResponse
+    from aiokafka_lite.wire.messages.unregister_controller_request import UnregisterControllerRequest
+    from aiokafka_lite.wire.messages.unregister_controller_response import UnregisterControllerResponse
     from aiokafka_lite.wire.messages.update_features_request import UpdateFeaturesRequest
     from aiokafka_lite.wire.messages.update_features_response import UpdateFeaturesResponse
     from aiokafka_lite.wire.messages.write_txn_markers_request import WriteTxnMarkersRequest
@@ -184,6 +200,8 @@ _MODULES: dict[str, str] = {
     "AddOffsetsToTxnResponse": "add_offsets_to_txn_response",
     "AddPartitionsToTxnRequest": "add_partitions_to_txn_request",
     "AddPartitionsToTxnResponse": "add_partitions_to_txn_response",
+    "AddRaftVoterRequest": "add_raft_voter_request",
+    "AddRaftVoterResponse": "add_raft_voter_response",
     "AlterClientQuotasRequest": "alter_client_quotas_request",
     "AlterClientQuotasResponse": "alter_client_quotas_response",
     "AlterConfigsRequest": "alter_configs_request",
@@ -294,6 +312,8 @@ _MODULES: dict[str, str] = {
     "ProduceResponse": "produce_response",
     "PushTelemetryRequest": "push_telemetry_request",
     "PushTelemetryResponse": "push_telemetry_response",
+    "RemoveRaftVoterRequest": "remove_raft_voter_request",
+    "RemoveRaftVoterResponse": "remove_raft_voter_response",
     "RenewDelegationTokenRequest": "renew_delegation_token_request",
     "RenewDelegationTokenResponse": "renew_delegation_token_response",
     "RequestHeader": "request_header",
@@ -310,12 +330,20 @@ _MODULES: dict[str, str] = {
     "ShareGroupDescribeResponse": "share_group_describe_response",
     "ShareGroupHeartbeatRequest": "share_group_heartbeat_request",
     "ShareGroupHeartbeatResponse": "share_group_heartbeat_response",
+    "StreamsGroupDescribeRequest": "streams_group_describe_request",
+    "StreamsGroupDescribeResponse": "streams_group_describe_response",
+    "StreamsGroupHeartbeatRequest": "streams_group_heartbeat_request",
+    "StreamsGroupHeartbeatResponse": "streams_group_heartbeat_response",
+    "StreamsGroupTopologyDescriptionUpdateRequest": "streams_group_topology_description_update_request",
+    "StreamsGroupTopologyDescriptionUpdateResponse": "streams_group_topology_description_update_response",
     "SyncGroupRequest": "sync_group_request",
     "SyncGroupResponse": "sync_group_response",
     "TxnOffsetCommitRequest": "txn_offset_commit_request",
     "TxnOffsetCommitResponse": "txn_offset_commit_response",
     "UnregisterBrokerRequest": "unregister_broker_request",
     "UnregisterBrokerResponse": "unregister_broker_response",
+    "UnregisterControllerRequest": "unregister_controller_request",
+    "UnregisterControllerResponse": "unregister_controller_response",
     "UpdateFeaturesRequest": "update_features_request",
     "UpdateFeaturesResponse": "update_features_response",
     "WriteTxnMarkersRequest": "write_txn_markers_request",
@@ -400,9 +428,15 @@ REQUESTS: LazyRegistry[Request] = LazyRegistry(
         77: "ShareGroupDescribeRequest",
         78: "ShareFetchRequest",
         79: "ShareAcknowledgeRequest",
+        80: "AddRaftVoterRequest",
+        81: "RemoveRaftVoterRequest",
+        88: "StreamsGroupHeartbeatRequest",
+        89: "StreamsGroupDescribeRequest",
         90: "DescribeShareGroupOffsetsRequest",
         91: "AlterShareGroupOffsetsRequest",
         92: "DeleteShareGroupOffsetsRequest",
+        93: "StreamsGroupTopologyDescriptionUpdateRequest",
+        94: "UnregisterControllerRequest",
     },
 )
 RESPONSES: LazyRegistry[Response] = LazyRegistry(
@@ -473,9 +507,15 @@ RESPONSES: LazyRegistry[Response] = LazyRegistry(
         77: "ShareGroupDescribeResponse",
         78: "ShareFetchResponse",
         79: "ShareAcknowledgeResponse",
+        80: "AddRaftVoterResponse",
+        81: "RemoveRaftVoterResponse",
+        88: "StreamsGroupHeartbeatResponse",
+        89: "StreamsGroupDescribeResponse",
         90: "DescribeShareGroupOffsetsResponse",
         91: "AlterShareGroupOffsetsResponse",
         92: "DeleteShareGroupOffsetsResponse",
+        93: "StreamsGroupTopologyDescriptionUpdateResponse",
+        94: "UnregisterControllerResponse",
     },
 )
 
@@ -486,6 +526,8 @@ __all__ = [
     "AddOffsetsToTxnResponse",
     "AddPartitionsToTxnRequest",
     "AddPartitionsToTxnResponse",
+    "AddRaftVoterRequest",
+    "AddRaftVoterResponse",
     "AlterClientQuotasRequest",
     "AlterClientQuotasResponse",
     "AlterConfigsRequest",
@@ -596,6 +638,8 @@ __all__ = [
     "ProduceResponse",
     "PushTelemetryRequest",
     "PushTelemetryResponse",
+    "RemoveRaftVoterRequest",
+    "RemoveRaftVoterResponse",
     "RenewDelegationTokenRequest",
     "RenewDelegationTokenResponse",
     "RequestHeader",
@@ -612,12 +656,20 @@ __all__ = [
     "ShareGroupDescribeResponse",
     "ShareGroupHeartbeatRequest",
     "ShareGroupHeartbeatResponse",
+    "StreamsGroupDescribeRequest",
+    "StreamsGroupDescribeResponse",
+    "StreamsGroupHeartbeatRequest",
+    "StreamsGroupHeartbeatResponse",
+    "StreamsGroupTopologyDescriptionUpdateRequest",
+    "StreamsGroupTopologyDescriptionUpdateResponse",
     "SyncGroupRequest",
     "SyncGroupResponse",
     "TxnOffsetCommitRequest",
     "TxnOffsetCommitResponse",
     "UnregisterBrokerRequest",
     "UnregisterBrokerResponse",
+    "UnregisterControllerRequest",
+    "UnregisterControllerResponse",
     "UpdateFeaturesRequest",
     "UpdateFeaturesResponse",
     "WriteTxnMarkersRequest",
