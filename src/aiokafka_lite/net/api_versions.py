@@ -95,6 +95,10 @@ IMPLEMENTED_APIS: Final[tuple[tuple[int, str, int], ...]] = (
     # v2 (KIP-1206/1222) adds the acquire mode, sent, and renew acknowledgements, never sent.
     (78, "ShareFetch", 2),
     (79, "ShareAcknowledge", 2),
+    # KIP-853 dynamic voters (admin/quorum.py); v1 of AddRaftVoter adds AckWhenCommitted,
+    # left at its default (true), as Java's Admin does.
+    (80, "AddRaftVoter", 1),
+    (81, "RemoveRaftVoter", 0),
     # v1 adds the lag of each share-partition.
     (90, "DescribeShareGroupOffsets", 1),
     (91, "AlterShareGroupOffsets", 0),
