@@ -21,6 +21,7 @@ import _cases  # noqa: F401  (registers the cases)
 import _cases_consumer_groups  # noqa: F401
 import _cases_other  # noqa: F401
 import _cases_share_admin  # noqa: F401
+import _cases_txn_v2  # noqa: F401
 from _diffkit import CASES, Target, kafka_generation
 
 from aiokafka_lite.broker import EmbeddedCluster

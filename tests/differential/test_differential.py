@@ -19,6 +19,7 @@ import _cases  # noqa: F401  (registers the cases)
 import _cases_consumer_groups  # noqa: F401
 import _cases_other  # noqa: F401
 import _cases_share_admin  # noqa: F401
+import _cases_txn_v2  # noqa: F401
 import pytest
 from _diffkit import CASES, Observation, Target
 
@@ -27,18 +28,8 @@ CASE_IDS = [f"{area}/{name}" for area, cases in CASES.items() for name in cases]
 Check = Callable[[Observation, Observation], None]
 
 
-def _v12_implicit_add(apache: Observation, embedded: Observation) -> None:
-    # Kafka 4.x clusters run transaction protocol version 2 (KIP-890): Produce v12+ adds
-    # the partition to the transaction itself. The embedded coordinator speaks version
-    # 1, where the partition must be added first; it refuses as a version-1 Kafka does.
-    assert (apache["error"], apache["read_uncommitted"]["hw"]) == (0, 1)
-    assert (embedded["error"], embedded["read_uncommitted"]["hw"]) == (120, 0)
-
-
 #: Case -> the documented relation between Kafka's and the embedded broker's answers.
-DIFFERENCES: dict[str, Check] = {
-    "txn/produce_v12_before_add_partitions": _v12_implicit_add,
-}
+DIFFERENCES: dict[str, Check] = {}
 
 
 def _four_o_segment_bytes(obs: Observation) -> Observation:

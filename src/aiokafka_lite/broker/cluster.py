@@ -25,7 +25,7 @@ from aiokafka_lite.broker.context import HandlerRegistry, Service
 from aiokafka_lite.broker.faults import Faults, Observer, RequestRecorder
 from aiokafka_lite.broker.sasl import ServerPlain, ServerScram, scram_credential
 from aiokafka_lite.broker.server import BrokerServer, MechanismFactory, SaslSettings
-from aiokafka_lite.broker.state import BrokerConfig, BrokerInfo, ClusterState, Topic
+from aiokafka_lite.broker.state import SUPPORTED_FEATURES, BrokerConfig, BrokerInfo, ClusterState, Topic
 from aiokafka_lite.broker.storage import FsyncPolicy, Storage
 from aiokafka_lite.core.errors import ConfigError, IllegalStateError, UnknownTopicOrPartitionError
 from aiokafka_lite.wire.message import Request
@@ -64,6 +64,9 @@ class EmbeddedCluster:
     context) turns on TLS. ``data_dir`` makes logs and metadata persist across restarts
     (see ``broker.storage`` for the fsync policy). ``advertised_ports`` (one per broker)
     are the ports Metadata tells clients, when they must connect through a proxy.
+    ``features`` sets finalized feature levels (default: Kafka 4.4's, i.e.
+    ``{"transaction.version": 2}``); ``features={"transaction.version": 1}`` is a cluster
+    whose transaction protocol was set back to version 1 (see :meth:`set_feature`).
     """
 
     def __init__(
@@ -84,6 +87,7 @@ class EmbeddedCluster:
         cluster_id: str | None = None,
         racks: Sequence[str | None] | None = None,
         advertised_ports: Sequence[int] | None = None,
+        features: Mapping[str, int] | None = None,
     ) -> None:
         if brokers < 1:
             raise ConfigError("a cluster needs at least one broker")
@@ -94,6 +98,9 @@ class EmbeddedCluster:
         self.config = config or BrokerConfig(
             auto_create_topics=auto_create_topics, default_partitions=default_partitions
         )
+        for name, level in (features or {}).items():
+            self._check_feature(name, level)
+            self.config.features[name] = level
         self.state = ClusterState(self.config, cluster_id=cluster_id)
         self.registry = HandlerRegistry()
         self.faults = Faults()
@@ -126,6 +133,25 @@ class EmbeddedCluster:
         self._started = False
         self._services_started: list[Service] = []
         self.optional_parts: dict[str, bool] = {}
+
+    @staticmethod
+    def _check_feature(name: str, level: int) -> None:
+        supported = SUPPORTED_FEATURES.get(name)
+        if supported is None:
+            raise ConfigError(
+                f"unknown feature {name!r} (the embedded broker knows {sorted(SUPPORTED_FEATURES)})"
+            )
+        if not supported[0] <= level <= supported[1]:
+            raise ConfigError(
+                f"feature {name} level {level} is outside the supported {supported[0]}..{supported[1]}"
+            )
+
+    def set_feature(self, name: str, level: int) -> None:
+        """Finalizes feature ``name`` at ``level`` now, as ``kafka-features.sh upgrade`` /
+        ``downgrade`` does on a running cluster (e.g. ``transaction.version`` 1 or 2)."""
+        self._check_feature(name, level)
+        self.config.features[name] = level
+        self.config.features_epoch += 1
 
     @staticmethod
     def _sasl_settings(users: Mapping[str, str], mechanisms: Sequence[str]) -> SaslSettings:

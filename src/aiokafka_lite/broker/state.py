@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BROKER_CONFIG_DEFAULTS",
+    "DEFAULT_FEATURES",
+    "SUPPORTED_FEATURES",
     "TOPIC_CONFIG_DEFAULTS",
     "BrokerConfig",
     "BrokerInfo",
@@ -200,6 +202,13 @@ BROKER_CONFIG_DEFAULTS: Final[dict[str, str]] = {
 }
 
 
+#: Feature flags the embedded broker supports (name -> (min, max) level), as
+#: ApiVersions' ``supported_features`` reports them, and the levels a new cluster
+#: finalizes (Kafka 4.4's defaults for the features the embedded broker implements).
+SUPPORTED_FEATURES: Final[Mapping[str, tuple[int, int]]] = {"transaction.version": (0, 2)}
+DEFAULT_FEATURES: Final[Mapping[str, int]] = {"transaction.version": 2}
+
+
 @dataclass(slots=True)
 class BrokerConfig:
     """Cluster-wide settings (the embedded analogue of server.properties)."""
@@ -213,6 +222,9 @@ class BrokerConfig:
     fetch_session_min_evict_ms: int = 0  # sessions idle this long may be evicted when the cache is full
     max_connections: int = 1000  # per broker; more are closed at accept
     extra: dict[str, str] = field(default_factory=dict)  # anything else, reported by DescribeConfigs
+    # Finalized feature levels (ApiVersions' finalized_features; see SUPPORTED_FEATURES).
+    features: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_FEATURES))
+    features_epoch: int = 1  # ApiVersions' finalized_features_epoch, bumped on every change
 
     def as_configs(self, broker_id: int) -> dict[str, str]:
         configs = dict(BROKER_CONFIG_DEFAULTS)

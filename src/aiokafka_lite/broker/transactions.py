@@ -18,9 +18,20 @@ Markers are written before the EndTxn response by default. The test knob
 answers EndTxn once the prepare state is recorded and writes the markers after that
 delay, as Kafka does asynchronously; meanwhile the id answers CONCURRENT_TRANSACTIONS.
 
-Deviations: transaction state is not persisted across cluster restarts; only
-transaction protocol version 1 (no KIP-890 part 2 epoch bump per transaction, EndTxn
-served up to v4, TxnOffsetCommit up to v4); InitProducerId up to v5 (no KIP-939 2PC).
+Transactions V2 (KIP-890 part 2) as Kafka 4.4 runs it: the request version decides,
+per request, which rules apply (Kafka 4.4 does not gate them on the finalized
+``transaction.version``; a client picks its versions from that level). EndTxn v5+ ends
+the transaction with an epoch bump (commit and abort; an abort with nothing added too)
+and answers the new producer id/epoch; when the epoch would reach Short.MaxValue the
+markers carry the last epoch and the transactional id moves to a new producer id at
+epoch 0. A retried EndTxn v5 with the pre-bump epoch after the end succeeds with the
+same answer; the pre-bump epoch is also the "last epoch" InitProducerId accepts as a
+retry. Produce v12+ adds its partition to the transaction (``add_partitions``), and
+TxnOffsetCommit v5+ adds the group (``check_offset_commit(..., implicit_add=True)``)
+without AddOffsetsToTxn. Older versions keep the version-1 rules on the same cluster.
+
+Deviations: transaction state is not persisted across cluster restarts; InitProducerId
+up to v5 (no KIP-939 2PC); TxnOffsetCommit up to v5 (v6 names topics by id).
 """
 
 from __future__ import annotations
@@ -35,6 +46,7 @@ from typing import Final
 
 from aiokafka_lite.broker.context import HandlerRegistry, RequestContext
 from aiokafka_lite.broker.groups import (
+    GROUP_KEY,
     TXN_KEY,
     Cancellable,
     Clock,
@@ -86,6 +98,7 @@ CONCURRENT_TRANSACTIONS: Final = errors.ConcurrentTransactionsError.code
 OPERATION_NOT_ATTEMPTED: Final = errors.OperationNotAttemptedError.code
 UNKNOWN_TOPIC_OR_PARTITION: Final = errors.UnknownTopicOrPartitionError.code
 TRANSACTIONAL_ID_NOT_FOUND: Final = errors.TransactionalIdNotFoundError.code
+TRANSACTION_ABORTABLE: Final = errors.TransactionAbortableError.code
 
 NO_PRODUCER_ID: Final = -1
 NO_PRODUCER_EPOCH: Final = -1
@@ -116,6 +129,9 @@ class TxnMetadata:
     producer_epoch: int = NO_PRODUCER_EPOCH
     last_producer_id: int = NO_PRODUCER_ID
     last_producer_epoch: int = NO_PRODUCER_EPOCH
+    # TV2: the producer id the transactional id moves to once the markers of an end
+    # whose epoch bump overflowed are written (-1: no move pending).
+    next_producer_id: int = NO_PRODUCER_ID
     timeout_ms: int = 60000
     state: TxnState = TxnState.EMPTY
     partitions: set[TopicPartition] = field(default_factory=set)
@@ -301,16 +317,21 @@ class TransactionCoordinator:
         producer_epoch: int,
         partitions: Iterable[TopicPartition],
     ) -> dict[TopicPartition, int]:
-        """AddPartitionsToTxn ``verify_only``: are these partitions in the open transaction?"""
+        """AddPartitionsToTxn ``verify_only``: are these partitions in the open transaction?
+
+        Kafka's answers: INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED or (markers being
+        written) CONCURRENT_TRANSACTIONS for all, else per partition NONE or
+        TRANSACTION_ABORTABLE (not in the transaction)."""
         meta = self.txns.get(transactional_id)
-        if (
-            meta is None
-            or meta.producer_id != producer_id
-            or meta.producer_epoch != producer_epoch
-            or meta.state is not TxnState.ONGOING
-        ):
-            return dict.fromkeys(partitions, INVALID_TXN_STATE)
-        return {tp: NONE if tp in meta.partitions else INVALID_TXN_STATE for tp in partitions}
+        parts = list(partitions)
+        if meta is None or meta.producer_id != producer_id:
+            return dict.fromkeys(parts, INVALID_PRODUCER_ID_MAPPING)
+        if meta.producer_epoch != producer_epoch:
+            return dict.fromkeys(parts, PRODUCER_FENCED)
+        if meta.completing or meta.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+            return dict.fromkeys(parts, CONCURRENT_TRANSACTIONS)
+        ongoing = meta.state is TxnState.ONGOING
+        return {tp: NONE if ongoing and tp in meta.partitions else TRANSACTION_ABORTABLE for tp in parts}
 
     def add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str) -> int:
         if not transactional_id:
@@ -326,16 +347,38 @@ class TransactionCoordinator:
         return NONE
 
     def check_offset_commit(
-        self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        group_id: str,
+        *,
+        implicit_add: bool = False,
+        abortable: bool = False,
     ) -> int:
-        """TxnOffsetCommit's producer check (the group coordinator asks before storing)."""
+        """TxnOffsetCommit's producer check (the group coordinator asks before storing).
+
+        ``implicit_add`` (TxnOffsetCommit v5+, TV2): the group joins the transaction here,
+        as Kafka's offsets partition is added through the transaction coordinator.
+        ``abortable`` (v4): a group outside the transaction is TRANSACTION_ABORTABLE
+        rather than INVALID_TXN_STATE (as Kafka 4.4 answers).
+        """
         meta = self.txns.get(transactional_id)
         if meta is None or meta.producer_id != producer_id:
             return INVALID_PRODUCER_ID_MAPPING
         if producer_epoch != meta.producer_epoch:
             return INVALID_PRODUCER_EPOCH  # what a stale epoch gets from the offsets log in Kafka
-        if meta.state is not TxnState.ONGOING or meta.completing or group_id not in meta.groups:
-            return INVALID_TXN_STATE
+        if meta.completing or meta.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+            # Kafka's verification answers CONCURRENT_TRANSACTIONS, which TxnOffsetCommit
+            # passes on (the client retries).
+            return CONCURRENT_TRANSACTIONS if implicit_add else INVALID_TXN_STATE
+        if implicit_add:
+            self._begin_if_needed(meta)
+            meta.groups.add(group_id)
+            meta.last_update_wall_ms = _wall_ms()
+            return NONE
+        if meta.state is not TxnState.ONGOING or group_id not in meta.groups:
+            return TRANSACTION_ABORTABLE if abortable else INVALID_TXN_STATE
         return NONE
 
     # -- EndTxn --------------------------------------------------------------------------------
@@ -348,6 +391,7 @@ class TransactionCoordinator:
         *,
         from_client: bool = True,
     ) -> int:
+        """EndTxn v0-v4 (transaction protocol version 1): no epoch bump."""
         if not transactional_id:
             return INVALID_REQUEST
         meta = self.txns.get(transactional_id)
@@ -371,6 +415,92 @@ class TransactionCoordinator:
         if state is TxnState.PREPARE_ABORT:
             return INVALID_TXN_STATE if commit else CONCURRENT_TRANSACTIONS
         return INVALID_TXN_STATE  # Empty: nothing to end
+
+    def end_txn_v2(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
+    ) -> tuple[int, int, int]:
+        """EndTxn v5+ (Transactions V2): (error, producer id, epoch) for the response.
+
+        Every end bumps the epoch; the answer carries the id/epoch of the next
+        transaction (errors carry -1/-1). States and epochs as Kafka 4.4 judges them:
+
+        ========================  =====================  ==========================
+        state                     same epoch             previous epoch (a retry)
+        ========================  =====================  ==========================
+        Ongoing                   end it, bump           PRODUCER_FENCED
+        Empty                     abort: bump;           PRODUCER_FENCED
+                                  commit: INVALID_TXN
+        CompleteCommit/Abort      abort: bump;           same outcome: NONE (no new
+                                  commit: INVALID_TXN    bump); other: INVALID_TXN
+        PrepareCommit/Abort       PRODUCER_FENCED        same outcome: CONCURRENT_
+                                                         TRANSACTIONS; other: INVALID_TXN
+        ========================  =====================  ==========================
+        """
+        fail = NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        if not transactional_id:
+            return INVALID_REQUEST, *fail
+        meta = self.txns.get(transactional_id)
+        if meta is None:
+            return INVALID_PRODUCER_ID_MAPPING, *fail
+        # A retry of an end whose bump overflowed: the id moved on, the epoch restarted.
+        retry_on_overflow = (
+            meta.last_producer_id == producer_id
+            and producer_epoch == MAX_EPOCH - 1
+            and meta.producer_epoch == 0
+            and meta.producer_id != producer_id
+        )
+        retry_on_bump = meta.producer_epoch == producer_epoch + 1
+        state = meta.state
+        preparing = meta.completing or state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT)
+        if preparing:
+            valid_epoch = retry_on_bump
+        elif state in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT):
+            valid_epoch = retry_on_bump or retry_on_overflow or producer_epoch == meta.producer_epoch
+        else:
+            valid_epoch = producer_epoch == meta.producer_epoch
+        if meta.producer_id != producer_id and not retry_on_overflow:
+            return INVALID_PRODUCER_ID_MAPPING, *fail
+        if not valid_epoch:
+            return PRODUCER_FENCED, *fail
+        is_retry = retry_on_bump or retry_on_overflow
+        if preparing:
+            same = (state is TxnState.PREPARE_COMMIT) == commit
+            return (CONCURRENT_TRANSACTIONS if same else INVALID_TXN_STATE), *fail
+        if state is TxnState.ONGOING:
+            return self._end_v2(meta, commit)
+        if state is TxnState.COMPLETE_COMMIT:
+            if commit:
+                return (
+                    (NONE, meta.producer_id, meta.producer_epoch) if is_retry else (INVALID_TXN_STATE, *fail)
+                )
+            return (INVALID_TXN_STATE, *fail) if is_retry else self._end_v2(meta, commit=False)
+        if state is TxnState.COMPLETE_ABORT:
+            if commit:
+                return INVALID_TXN_STATE, *fail
+            return (
+                (NONE, meta.producer_id, meta.producer_epoch)
+                if is_retry
+                else self._end_v2(meta, commit=False)
+            )
+        if state is TxnState.EMPTY and not commit:
+            return self._end_v2(meta, commit=False)
+        return INVALID_TXN_STATE, *fail
+
+    def _end_v2(self, meta: TxnMetadata, commit: bool) -> tuple[int, int, int]:
+        """Ends the transaction with an epoch bump (a new producer id past the last epoch)."""
+        if _epoch_exhausted(meta.producer_epoch):
+            meta.next_producer_id = self.cluster.allocate_producer_id()
+        meta.last_producer_epoch = meta.producer_epoch
+        meta.producer_epoch += 1
+        if meta.state is not TxnState.ONGOING:
+            # Nothing open (Empty / Complete*): an abort that only bumps the epoch.
+            meta.partitions = set()
+            meta.groups = set()
+            meta.start_wall_ms = _wall_ms()
+        self._end(meta, commit)
+        if meta.next_producer_id != NO_PRODUCER_ID:
+            return NONE, meta.next_producer_id, 0
+        return NONE, meta.producer_id, meta.producer_epoch
 
     def _end(self, meta: TxnMetadata, commit: bool) -> None:
         meta.state = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
@@ -397,6 +527,13 @@ class TransactionCoordinator:
             groups = get_group_coordinator(self.cluster)
             if groups is not None:
                 groups.complete_txn(pid, meta.groups, commit)
+        if meta.next_producer_id != NO_PRODUCER_ID:
+            # The overflowed bump (TV2): the markers carried the last epoch of the old id;
+            # the transactional id continues as a new producer id at epoch 0.
+            meta.last_producer_id = meta.producer_id
+            meta.producer_id = meta.next_producer_id
+            meta.producer_epoch = 0
+            meta.next_producer_id = NO_PRODUCER_ID
         meta.state = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
         meta.partitions = set()
         meta.groups = set()
@@ -433,7 +570,7 @@ class TransactionCoordinator:
         registry.register(InitProducerIdRequest.API_KEY, self.handle_init_producer_id, 0, 5)
         registry.register(AddPartitionsToTxnRequest.API_KEY, self.handle_add_partitions, 0, 5)
         registry.register(AddOffsetsToTxnRequest.API_KEY, self.handle_add_offsets, 0, 4)
-        registry.register(EndTxnRequest.API_KEY, self.handle_end_txn, 0, 4)
+        registry.register(EndTxnRequest.API_KEY, self.handle_end_txn, 0, 5)
         registry.register(DescribeTransactionsRequest.API_KEY, self.handle_describe_transactions, 0, 0)
         registry.register(ListTransactionsRequest.API_KEY, self.handle_list_transactions, 0, 2)
 
@@ -530,12 +667,20 @@ class TransactionCoordinator:
     async def handle_end_txn(self, ctx: RequestContext, req: Request) -> Response:
         assert isinstance(req, EndTxnRequest)
         err = self.coordinator_error(req.transactional_id, ctx.broker_id) if req.transactional_id else NONE
-        if not err:
-            err = _fenced(
-                self.end_txn(req.transactional_id, req.producer_id, req.producer_epoch, req.committed),
-                ctx.api_version,
-                2,
+        if err:
+            return EndTxnResponse(
+                error_code=err, producer_id=NO_PRODUCER_ID, producer_epoch=NO_PRODUCER_EPOCH
             )
+        if ctx.api_version >= 5:
+            code, pid, epoch = self.end_txn_v2(
+                req.transactional_id, req.producer_id, req.producer_epoch, req.committed
+            )
+            return EndTxnResponse(error_code=code, producer_id=pid, producer_epoch=epoch)
+        err = _fenced(
+            self.end_txn(req.transactional_id, req.producer_id, req.producer_epoch, req.committed),
+            ctx.api_version,
+            2,
+        )
         return EndTxnResponse(error_code=err)
 
     async def handle_describe_transactions(self, ctx: RequestContext, req: Request) -> Response:
@@ -556,7 +701,13 @@ class TransactionCoordinator:
                 st.producer_id = meta.producer_id
                 st.producer_epoch = meta.producer_epoch
                 by_topic: dict[str, list[int]] = {}
-                for tp in sorted(meta.partitions):
+                # Kafka adds a group's offsets partition to the transaction
+                # (AddOffsetsToTxn, or TxnOffsetCommit v5+): listed as Kafka lists it.
+                offsets_parts = {
+                    TopicPartition("__consumer_offsets", self.placement.partition_for(g, GROUP_KEY))
+                    for g in meta.groups
+                }
+                for tp in sorted(meta.partitions | offsets_parts):
                     by_topic.setdefault(tp.topic, []).append(tp.partition)
                 st.topics = [
                     DescribeTransactionsResponse.TopicData(topic=name, partitions=parts)

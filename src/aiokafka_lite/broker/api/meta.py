@@ -7,7 +7,7 @@ import uuid
 from typing import Final
 
 from aiokafka_lite.broker.context import HandlerRegistry, RequestContext
-from aiokafka_lite.broker.state import ClusterState, Topic
+from aiokafka_lite.broker.state import SUPPORTED_FEATURES, ClusterState, Topic
 from aiokafka_lite.core.errors import (
     BrokerResponseError,
     InvalidRequestError,
@@ -50,18 +50,39 @@ def register(registry: HandlerRegistry) -> None:
             # KIP-511: Kafka rejects client software names/versions outside this pattern.
             # (Deviation: both empty is accepted, as from a hand-built test request.)
             return ApiVersionsResponse(error_code=InvalidRequestError.code)
-        return ApiVersionsResponse(
+        resp = ApiVersionsResponse(
             error_code=0,
             api_keys=[
                 ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
                 for k, lo, hi in registry.version_ranges()
             ],
         )
+        if ctx.api_version >= 3:
+            _add_features(resp, ctx.cluster, ctx.api_version)
+        return resp
 
     # Pinned, not the codec's MAX_VERSION: v5 (cluster/node id check, KIP-1242) is not implemented.
     registry.register(ApiVersionsRequest.API_KEY, api_versions, 0, 4)
     registry.register(MetadataRequest.API_KEY, metadata, 0, MetadataRequest.MAX_VERSION)
     registry.register(DescribeClusterRequest.API_KEY, describe_cluster, 0, DescribeClusterRequest.MAX_VERSION)
+
+
+def _add_features(resp: ApiVersionsResponse, state: ClusterState, version: int) -> None:
+    """Supported and finalized feature levels (KIP-584), as Kafka 4.4 reports them:
+    finalized levels of 0 are not listed, and a v3 request (whose clients cannot read a
+    minimum level of 0) is not told the supported features that start at 0."""
+    config = state.config
+    resp.supported_features = [
+        ApiVersionsResponse.SupportedFeatureKey(name=name, min_version=lo, max_version=hi)
+        for name, (lo, hi) in sorted(SUPPORTED_FEATURES.items())
+        if version >= 4 or lo > 0
+    ]
+    resp.finalized_features_epoch = config.features_epoch
+    resp.finalized_features = [
+        ApiVersionsResponse.FinalizedFeatureKey(name=name, min_version_level=level, max_version_level=level)
+        for name, level in sorted(config.features.items())
+        if level > 0
+    ]
 
 
 def _topic_metadata(

@@ -4,8 +4,8 @@ Order (as a Kafka 4.x broker): transactional records without a transactional id 
 the whole request (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); per partition, an unknown
 topic/partition, then the request-level record checks (``check_request_records``);
 then invalid ``acks`` fail what is left; then internal topics, leadership, the
-transaction check (a transactional batch for a partition not added to its
-transaction), and finally the log's checks (``check_batch``) and producer state.
+transaction check (Produce v12+ adds the partition to its transaction; older versions
+refuse a partition not added first), and finally the log's checks (``check_batch``) and producer state.
 """
 
 from __future__ import annotations
@@ -21,12 +21,15 @@ from aiokafka_lite.broker.transactions import get_txn_coordinator
 from aiokafka_lite.broker.validation import RecordErrors, check_batch, check_request_records, stored_form
 from aiokafka_lite.core.errors import (
     BrokerResponseError,
+    ConcurrentTransactionsError,
     InvalidProducerEpochError,
     InvalidProducerIdMappingError,
     InvalidRequiredAcksError,
     InvalidTopicError,
+    InvalidTxnStateError,
     KafkaError,
     NotEnoughReplicasError,
+    ProducerFencedError,
     TransactionAbortableError,
     TransactionalIdAuthorizationFailedError,
     UnknownServerError,
@@ -179,7 +182,9 @@ async def produce(ctx: RequestContext, req: Request) -> Response | EncodedRespon
             continue
         try:
             if batch.is_transactional:
-                _check_in_transaction(state, req.transactional_id, TopicPartition(topic.name, p.index), batch)
+                _check_in_transaction(
+                    state, req.transactional_id, TopicPartition(topic.name, p.index), batch, v
+                )
             summary = check_batch(batch, plog.rules, now_ms)
             result = plog.append(stored_form(batch, plog.rules), summary.max_timestamp)
         except RecordErrors as e:
@@ -252,33 +257,44 @@ def _refuse(pr: ProduceResponse.PartitionProduceResponse, error: BrokerResponseE
 
 
 def _check_in_transaction(
-    state: ClusterState, transactional_id: str | None, tp: TopicPartition, batch: RecordBatch
+    state: ClusterState, transactional_id: str | None, tp: TopicPartition, batch: RecordBatch, version: int
 ) -> None:
-    """Kafka 4.x verifies with the transaction coordinator that a transactional batch's
-    partition was added to its open transaction before appending it (KIP-890).
-
-    The embedded coordinator speaks transaction protocol version 1, so there is no
-    implicit AddPartitionsToTxn (Produce v12+ against a version-2 coordinator).
+    """Kafka 4.x asks the transaction coordinator about a transactional batch's partition
+    before appending it (KIP-890). Produce v12+ adds the partition to the transaction
+    there (Transactions V2's implicit AddPartitionsToTxn); older versions only verify that
+    AddPartitionsToTxn came first. The coordinator's answer becomes the partition's error
+    as Kafka maps it: a fenced epoch is INVALID_PRODUCER_EPOCH, markers still being
+    written (CONCURRENT_TRANSACTIONS) the retriable NOT_ENOUGH_REPLICAS, a partition
+    outside the transaction TRANSACTION_ABORTABLE (v11+) or INVALID_TXN_STATE (older
+    clients, which do not know that error).
     """
     coordinator = get_txn_coordinator(state)
     if coordinator is None or transactional_id is None:
         return
-    meta = coordinator.txns.get(transactional_id)
-    if meta is None or meta.producer_id != batch.producer_id:
+    pid, epoch = batch.producer_id, batch.producer_epoch
+    if version >= 12:
+        code = coordinator.add_partitions(transactional_id, pid, epoch, [tp])
+    else:
+        code = coordinator.verify_partitions(transactional_id, pid, epoch, [tp])[tp]
+    if code == 0:
+        return
+    if code == InvalidProducerIdMappingError.code:
         raise InvalidProducerIdMappingError(
-            f"producer id {batch.producer_id} is not the one of transactional id {transactional_id}"
+            f"producer id {pid} is not the one of transactional id {transactional_id}"
         )
-    if batch.producer_epoch != meta.producer_epoch:
-        # The coordinator answers PRODUCER_FENCED; produce reports it as this (KIP-588).
-        raise InvalidProducerEpochError(
-            f"producer epoch {batch.producer_epoch} is not the transaction's {meta.producer_epoch}"
+    if code == ProducerFencedError.code:
+        raise InvalidProducerEpochError(f"producer epoch {epoch} is not the transaction's current epoch")
+    if code == ConcurrentTransactionsError.code:
+        raise NotEnoughReplicasError(
+            "Unable to verify the partition has been added to the transaction. "
+            "Underlying error: CONCURRENT_TRANSACTIONS"
         )
-    errors = coordinator.verify_partitions(transactional_id, batch.producer_id, batch.producer_epoch, [tp])
-    if errors.get(tp, 0):
+    if code == TransactionAbortableError.code and version >= 11:
         raise TransactionAbortableError(
             f"{tp.topic}-{tp.partition} is not part of the producer's ongoing transaction "
             "(AddPartitionsToTxn must come first)"
         )
+    raise InvalidTxnStateError(f"{tp.topic}-{tp.partition}: the partition was not added to the transaction")
 
 
 def _all_failed(req: ProduceRequest, v: int, code: int) -> ProduceResponse:

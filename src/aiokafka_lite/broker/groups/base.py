@@ -25,7 +25,14 @@ class TxnOffsetCheck(Protocol):
     both, so that groups need not import ``broker.transactions`` (which builds on groups)."""
 
     def check_offset_commit(
-        self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        group_id: str,
+        *,
+        implicit_add: bool = False,
+        abortable: bool = False,
     ) -> int: ...
 
 

@@ -83,7 +83,8 @@ class GroupRequestHandlers(OffsetCoordinator):
         registry.register(ListGroupsRequest.API_KEY, self.handle_list_groups, 0, 5)
         registry.register(DeleteGroupsRequest.API_KEY, self.handle_delete_groups, 0, 2)
         registry.register(OffsetDeleteRequest.API_KEY, self.handle_offset_delete, 0, 0)
-        registry.register(TxnOffsetCommitRequest.API_KEY, self.handle_txn_offset_commit, 0, 4)
+        # v5: Transactions V2 (the group joins the transaction here); v6 (topic ids) is not served.
+        registry.register(TxnOffsetCommitRequest.API_KEY, self.handle_txn_offset_commit, 0, 5)
         registry.register(ConsumerGroupHeartbeatRequest.API_KEY, self.handle_consumer_group_heartbeat, 0, 1)
         registry.register(ConsumerGroupDescribeRequest.API_KEY, self.handle_consumer_group_describe, 0, 1)
 
@@ -251,6 +252,7 @@ class GroupRequestHandlers(OffsetCoordinator):
                 member_id=req.member_id if v >= 3 else "",
                 group_instance_id=req.group_instance_id if v >= 3 else None,
                 offsets=offsets,
+                version=v,
             )
         return TxnOffsetCommitResponse(
             topics=_partition_errors(

@@ -154,8 +154,13 @@ class OffsetCoordinator(MixedGroupCoordinator):
         member_id: str,
         group_instance_id: str | None,
         offsets: dict[TopicPartition, CommittedOffset],
+        version: int = 3,
     ) -> dict[TopicPartition, int]:
-        """TxnOffsetCommit: offsets stay pending until the producer's transaction ends."""
+        """TxnOffsetCommit: offsets stay pending until the producer's transaction ends.
+
+        v5+ (Transactions V2) adds the group to the transaction itself (no
+        AddOffsetsToTxn); v4 calls a group outside the transaction TRANSACTION_ABORTABLE.
+        """
         errs, valid = self._partition_errors(offsets)
         cgroup = self.consumer_groups.get(group_id)
         if cgroup is not None:
@@ -168,7 +173,14 @@ class OffsetCoordinator(MixedGroupCoordinator):
         if err == NONE:
             txn = self._txn_coordinator()
             if txn is not None:
-                err = txn.check_offset_commit(transactional_id, producer_id, producer_epoch, group_id)
+                err = txn.check_offset_commit(
+                    transactional_id,
+                    producer_id,
+                    producer_epoch,
+                    group_id,
+                    implicit_add=version >= 5,
+                    abortable=version == 4,
+                )
         if err:
             return {tp: errs.get(tp, err) for tp in offsets}
         self.offsets.add_pending(group_id, producer_id, valid)
