@@ -9,19 +9,21 @@ until the call's ``timeout_ms`` (default ``default_timeout_ms``, 60 s as in Java
 ``default.api.timeout.ms``); what still fails is reported per item.
 
 ``Admin`` holds no protocol code: each method is an operation (a small function in
-topics.py, configs.py, groups.py, records.py, consumer_groups.py, share_groups.py) over
+topics.py, configs.py, groups.py, records.py, consumer_groups.py, share_groups.py, quorum.py) over
 the public request/route API of ``admin/requests.py`` (``Admin.requests``), which new
 operations use the same way.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from aiokafka_lite.admin import configs as _configs
 from aiokafka_lite.admin import consumer_groups as _consumer_groups
 from aiokafka_lite.admin import groups as _groups
+from aiokafka_lite.admin import quorum as _quorum
 from aiokafka_lite.admin import records as _records
 from aiokafka_lite.admin import share_groups as _share_groups
 from aiokafka_lite.admin import topics as _topics
@@ -41,6 +43,8 @@ from aiokafka_lite.admin.types import (
     ListOffsetsResult,
     NewTopic,
     OffsetSpec,
+    QuorumInfo,
+    RaftVoterEndpoint,
     Result,
     Results,
     TopicDescription,
@@ -417,4 +421,46 @@ class Admin:
         group fails with ``GroupIdNotFoundError``, an unknown topic per item."""
         return await _share_groups.delete_share_group_offsets(
             self._requests, group_id, topics, timeout_ms=timeout_ms
+        )
+
+    # ------------------------------------------------------------------ KRaft quorum
+
+    async def describe_metadata_quorum(self, *, timeout_ms: float | None = None) -> QuorumInfo:
+        """The KRaft metadata quorum (Java's ``describeMetadataQuorum``): leader, epoch,
+        high watermark, voters and observers with their log end offsets and fetch times,
+        and (Kafka 3.9+) the voters' endpoints. See admin/quorum.py."""
+        return await _quorum.describe_metadata_quorum(self._requests, timeout_ms=timeout_ms)
+
+    async def add_raft_voter(
+        self,
+        voter_id: int,
+        voter_directory_id: uuid.UUID | str,
+        endpoints: Iterable[RaftVoterEndpoint],
+        *,
+        cluster_id: str | None = None,
+        timeout_ms: float | None = None,
+    ) -> None:
+        """Add a controller (running as an observer) to a dynamic quorum's voters
+        (KIP-853); ``UnsupportedVersionError`` on a static quorum."""
+        await _quorum.add_raft_voter(
+            self._requests,
+            voter_id,
+            voter_directory_id,
+            endpoints,
+            cluster_id=cluster_id,
+            timeout_ms=timeout_ms,
+        )
+
+    async def remove_raft_voter(
+        self,
+        voter_id: int,
+        voter_directory_id: uuid.UUID | str,
+        *,
+        cluster_id: str | None = None,
+        timeout_ms: float | None = None,
+    ) -> None:
+        """Remove a controller from a dynamic quorum's voters (KIP-853);
+        ``UnsupportedVersionError`` on a static quorum."""
+        await _quorum.remove_raft_voter(
+            self._requests, voter_id, voter_directory_id, cluster_id=cluster_id, timeout_ms=timeout_ms
         )

@@ -37,6 +37,10 @@ __all__ = [
     "NewTopic",
     "OffsetSpec",
     "PartitionDescription",
+    "QuorumInfo",
+    "QuorumNode",
+    "QuorumReplicaState",
+    "RaftVoterEndpoint",
     "Result",
     "Results",
     "TopicDescription",
@@ -306,3 +310,57 @@ class ListOffsetsResult:
 class DeleteRecordsResult:
     low_watermark: int = -1
     error: KafkaError | None = None
+
+
+# ---------------------------------------------------------------------------- KRaft quorum
+
+
+@dataclass(frozen=True, slots=True)
+class RaftVoterEndpoint:
+    """One listener of a KRaft voter (Java's ``RaftVoterEndpoint``): the name of a
+    controller listener (``controller.listener.names``), its host and port."""
+
+    listener: str
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.listener}://{self.host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumReplicaState:
+    """A voter's or observer's replica of the metadata log (Java's ``QuorumInfo.ReplicaState``).
+
+    ``replica_directory_id`` is the replica's metadata log directory id (KIP-853); the
+    zero UUID from a static quorum (``controller.quorum.voters``) or a DescribeQuorum
+    below v2. The timestamps are the leader's clock in ms, ``None`` where the leader
+    has none (Java's empty ``OptionalLong``, -1 on the wire)."""
+
+    replica_id: int
+    replica_directory_id: uuid.UUID
+    log_end_offset: int
+    last_fetch_timestamp: int | None
+    last_caught_up_timestamp: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumNode:
+    """A voter's endpoints (Java's ``QuorumInfo.Node``; DescribeQuorum v2+)."""
+
+    node_id: int
+    endpoints: tuple[RaftVoterEndpoint, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumInfo:
+    """The KRaft metadata quorum as its leader sees it (Java's ``QuorumInfo``):
+    ``Admin.describe_metadata_quorum``. ``nodes`` (node id -> endpoints) is filled by
+    brokers answering DescribeQuorum v2 (Kafka 3.9+), empty otherwise."""
+
+    leader_id: int
+    leader_epoch: int
+    high_watermark: int
+    voters: tuple[QuorumReplicaState, ...]
+    observers: tuple[QuorumReplicaState, ...]
+    nodes: dict[int, QuorumNode] = field(default_factory=dict)
