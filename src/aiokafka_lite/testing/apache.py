@@ -308,6 +308,8 @@ class ApacheNode:
         # What Metadata tells clients (a test proxy's port); replication and the
         # launcher's admin client use the INTERNAL listener then, never the proxy.
         self.advertised_port = advertised_port
+        # The metadata log directory id given at format time (ApacheCluster(dynamic_quorum=True)).
+        self.directory_id: uuid.UUID | None = None
         self._classpath = classpath
         self._heap = heap
         self._proc: subprocess.Popen[bytes] | None = None
@@ -472,7 +474,10 @@ class ApacheCluster:
     otherwise), like ``EmbeddedCluster``'s ``ssl_context``/``sasl_users``; replication
     and the launcher's own admin client then use a second, plaintext listener, as they do
     when ``advertised_ports`` (one per broker) make Metadata send clients to other ports
-    (a test proxy in front of each broker). The control methods are
+    (a test proxy in front of each broker). ``dynamic_quorum=True`` formats a KIP-853
+    dynamic quorum (``--initial-controllers``, each node's ``directory_id`` chosen by the
+    launcher) instead of a static ``controller.quorum.voters`` one, so voters can be
+    removed and added (Kafka 3.9+). The control methods are
     synchronous (they block on an admin client running on a private thread), so they
     work from sync and async tests alike; the ``async`` broker lifecycle methods mirror
     ``EmbeddedCluster``'s.
@@ -492,12 +497,14 @@ class ApacheCluster:
         sasl_users: Mapping[str, str] | None = None,
         sasl_mechanisms: Sequence[str] = _SASL_MECHANISMS,
         advertised_ports: Sequence[int] | None = None,
+        dynamic_quorum: bool = False,
     ) -> None:
         if brokers < 1:
             raise ApacheKafkaError("a cluster needs at least one broker")
         if advertised_ports is not None and len(advertised_ports) != brokers:
             raise ApacheKafkaError("advertised_ports must give one port per broker")
         self._advertised_ports = tuple(advertised_ports) if advertised_ports is not None else None
+        self._dynamic_quorum = dynamic_quorum
         unknown = sorted(set(sasl_mechanisms) - set(_SASL_MECHANISMS))
         if sasl_users is not None and unknown:
             raise ApacheKafkaError(f"unsupported SASL mechanisms {unknown} (choose from {_SASL_MECHANISMS})")
@@ -561,10 +568,28 @@ class ApacheCluster:
             "share.coordinator.state.topic.min.isr": str(min(2, self.brokers_count)),
             **self._configs,
         }
+        format_args = security.format_args()
+        if self._dynamic_quorum:
+            # KIP-853: the voters live in the metadata log (kraft.version 1), found through
+            # controller.quorum.bootstrap.servers; every node is an initial voter with the
+            # log directory id chosen here (node.directory_id).
+            for n in self.nodes:
+                n.directory_id = uuid.uuid4()
+            initial = ",".join(
+                f"{n.node_id}@{n.host}:{n.controller_port}:"
+                + base64.urlsafe_b64encode(n.directory_id.bytes).rstrip(b"=").decode()
+                for n in self.nodes
+                if n.directory_id is not None
+            )
+            format_args += ["--initial-controllers", initial]
+            configs["controller.quorum.voters"] = ""
+            configs["controller.quorum.bootstrap.servers"] = ",".join(
+                f"{n.host}:{n.controller_port}" for n in self.nodes
+            )
         try:
             for n in self.nodes:
                 n.write_config(quorum, configs, security)
-                n.format(self.cluster_id, security.format_args())
+                n.format(self.cluster_id, format_args)
             for n in self.nodes:
                 n.start()
             deadline = time.monotonic() + self._start_timeout
