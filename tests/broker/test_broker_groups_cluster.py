@@ -145,5 +145,5 @@ async def test_api_versions_advertise_group_and_txn_apis() -> None:
         assert ranges[9] == (1, 9)  # OffsetFetch
         assert ranges[10] == (0, 6)  # FindCoordinator
         assert ranges[22] == (0, 5)  # InitProducerId
-        assert ranges[26] == (0, 4)  # EndTxn
-        assert ranges[28] == (0, 4)  # TxnOffsetCommit
+        assert ranges[26] == (0, 5)  # EndTxn (v5: Transactions V2)
+        assert ranges[28] == (0, 5)  # TxnOffsetCommit (v5: Transactions V2)

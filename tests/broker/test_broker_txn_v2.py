@@ -296,3 +296,44 @@ async def test_cluster_started_at_transaction_version_1() -> None:
 def test_unsupported_feature_levels_are_refused(features: dict[str, int], match: str) -> None:
     with pytest.raises(ConfigError, match=match):
         EmbeddedCluster(features=features)
+
+
+async def test_update_features_sets_transaction_version() -> None:
+    """kafka-features.sh downgrade/upgrade through UpdateFeatures, as on Apache Kafka."""
+    from aiokafka_lite.wire.messages import UpdateFeaturesRequest, UpdateFeaturesResponse
+
+    key = UpdateFeaturesRequest.FeatureUpdateKey
+    async with EmbeddedCluster() as cluster:
+        async with await RawClient.connect(cluster.bootstrap) as c:
+
+            async def update(level: int, upgrade_type: int, version: int = 1) -> int:
+                resp = await c.request(
+                    UpdateFeaturesRequest(
+                        timeout_ms=1000,
+                        feature_updates=[
+                            key(
+                                feature="transaction.version",
+                                max_version_level=level,
+                                upgrade_type=upgrade_type,
+                            )
+                            if version >= 1
+                            else key(
+                                feature="transaction.version",
+                                max_version_level=level,
+                                allow_downgrade=upgrade_type != 1,
+                            )
+                        ],
+                    ),
+                    version,
+                )
+                assert isinstance(resp, UpdateFeaturesResponse)
+                return resp.error_code
+
+            assert (
+                await update(1, upgrade_type=1) == E.InvalidUpdateVersionError.code
+            )  # a downgrade needs its type
+            assert cluster.config.features["transaction.version"] == 2
+            assert await update(1, upgrade_type=2) == NONE
+            assert _features(await _api_versions(cluster.bootstrap))[1] == {"transaction.version": (1, 1)}
+            assert await update(2, upgrade_type=1, version=0) == NONE  # v0: allow_downgrade=False
+            assert _features(await _api_versions(cluster.bootstrap))[1] == {"transaction.version": (2, 2)}

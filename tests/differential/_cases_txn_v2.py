@@ -640,7 +640,9 @@ async def case_verify_only(t: Target) -> Observation:
                         producer_id=producer_id,
                         producer_epoch=producer_epoch,
                         verify_only=True,
-                        topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=topic, partitions=[0, 1])],
+                        topics=[
+                            AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=topic, partitions=[0, 1])
+                        ],
                     )
                 ]
             ),
@@ -663,3 +665,38 @@ async def case_verify_only(t: Target) -> Observation:
         "future_epoch": await verify(pid, epoch + 1),
         "other_pid": await verify(pid + 1_000_000, epoch),
     }
+
+
+# -- UpdateFeatures (kafka-features.sh), validate-only: the shared broker keeps its level ----
+
+
+@case("txn2")
+async def case_update_transaction_version_validate_only(t: Target) -> Observation:
+    from aiokafka_lite.wire.messages import UpdateFeaturesRequest, UpdateFeaturesResponse
+
+    key = UpdateFeaturesRequest.FeatureUpdateKey
+    c = await t.client()
+    attempts = {
+        "safe_downgrade_to_1": [key(feature="transaction.version", max_version_level=1, upgrade_type=2)],
+        "downgrade_as_upgrade": [key(feature="transaction.version", max_version_level=1, upgrade_type=1)],
+        "beyond_supported": [key(feature="transaction.version", max_version_level=3, upgrade_type=1)],
+        "unknown_feature": [key(feature="no.such.feature", max_version_level=1, upgrade_type=1)],
+        "unknown_upgrade_type": [key(feature="transaction.version", max_version_level=1, upgrade_type=7)],
+        "same_level": [key(feature="transaction.version", max_version_level=2, upgrade_type=1)],
+        "one_bad_of_two": [
+            key(feature="transaction.version", max_version_level=1, upgrade_type=2),
+            key(feature="no.such.feature", max_version_level=1, upgrade_type=1),
+        ],
+    }
+    out: Observation = {}
+    for name, updates in attempts.items():
+        resp = await c.request(
+            UpdateFeaturesRequest(timeout_ms=30000, feature_updates=updates, validate_only=True), 1
+        )
+        assert isinstance(resp, UpdateFeaturesResponse)
+        out[name] = {
+            "error": resp.error_code,
+            "message": resp.error_message,
+            "results": [(r.feature, r.error_code, r.error_message) for r in resp.results],
+        }
+    return out

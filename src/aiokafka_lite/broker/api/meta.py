@@ -1,4 +1,4 @@
-"""ApiVersions, Metadata, DescribeCluster."""
+"""ApiVersions (with the feature levels), UpdateFeatures, Metadata, DescribeCluster."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from aiokafka_lite.core.errors import (
     BrokerResponseError,
     InvalidRequestError,
     InvalidTopicError,
+    InvalidUpdateVersionError,
     LeaderNotAvailableError,
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
@@ -25,6 +26,8 @@ from aiokafka_lite.wire.messages import (
     DescribeClusterResponse,
     MetadataRequest,
     MetadataResponse,
+    UpdateFeaturesRequest,
+    UpdateFeaturesResponse,
 )
 from aiokafka_lite.wire.primitives import ZERO_UUID
 
@@ -65,6 +68,7 @@ def register(registry: HandlerRegistry) -> None:
     registry.register(ApiVersionsRequest.API_KEY, api_versions, 0, 4)
     registry.register(MetadataRequest.API_KEY, metadata, 0, MetadataRequest.MAX_VERSION)
     registry.register(DescribeClusterRequest.API_KEY, describe_cluster, 0, DescribeClusterRequest.MAX_VERSION)
+    registry.register(UpdateFeaturesRequest.API_KEY, update_features, 0, 2)
 
 
 def _add_features(resp: ApiVersionsResponse, state: ClusterState, version: int) -> None:
@@ -83,6 +87,63 @@ def _add_features(resp: ApiVersionsResponse, state: ClusterState, version: int) 
         for name, level in sorted(config.features.items())
         if level > 0
     ]
+
+
+_UPGRADE, _SAFE_DOWNGRADE, _UNSAFE_DOWNGRADE = 1, 2, 3
+
+
+def _feature_update_error(state: ClusterState, name: str, level: int, upgrade_type: int) -> str | None:
+    """Why Kafka's controller refuses this update (its wording), or None."""
+    prefix = f"Invalid update version {level} for feature {name}."
+    supported = SUPPORTED_FEATURES.get(name)
+    if supported is None:
+        return f"{prefix} Local controller {state.controller_id} does not support this feature."
+    if upgrade_type not in (_UPGRADE, _SAFE_DOWNGRADE, _UNSAFE_DOWNGRADE):
+        return f"{prefix} The controller does not support the given upgrade type."
+    if not supported[0] <= level <= supported[1]:
+        return (
+            f"{prefix} Local controller {state.controller_id} only supports versions "
+            f"{supported[0]}-{supported[1]}"
+        )
+    if upgrade_type == _UPGRADE and level < state.config.features.get(name, 0):
+        return (
+            f"{prefix} Can't downgrade the version of this feature without setting the upgrade "
+            "type to either safe or unsafe downgrade."
+        )
+    return None
+
+
+async def update_features(ctx: RequestContext, req: Request) -> Response:
+    """UpdateFeatures (``kafka-features.sh upgrade/downgrade``): all updates or none."""
+    assert isinstance(req, UpdateFeaturesRequest)
+    state = ctx.cluster
+    v = ctx.api_version
+    updates = [
+        (u.feature, u.max_version_level, u.upgrade_type if v >= 1 else (2 if u.allow_downgrade else 1))
+        for u in req.feature_updates
+    ]
+    for name, level, upgrade_type in updates:
+        why = _feature_update_error(state, name, level, upgrade_type)
+        if why is not None:
+            return UpdateFeaturesResponse(
+                error_code=InvalidUpdateVersionError.code,
+                error_message=f"The update failed for all features since the following feature had an error: {why}",
+            )
+    if not (v >= 1 and req.validate_only):
+        for name, level, _ in updates:
+            state.config.features[name] = level
+        if updates:
+            state.config.features_epoch += 1
+    return UpdateFeaturesResponse(
+        error_code=0,
+        error_message=None,
+        results=[
+            UpdateFeaturesResponse.UpdatableFeatureResult(feature=name, error_code=0, error_message="NONE")
+            for name, _, _ in updates
+        ]
+        if v < 2
+        else [],
+    )
 
 
 def _topic_metadata(
