@@ -337,3 +337,27 @@ async def test_update_features_sets_transaction_version() -> None:
             assert _features(await _api_versions(cluster.bootstrap))[1] == {"transaction.version": (1, 1)}
             assert await update(2, upgrade_type=1, version=0) == NONE  # v0: allow_downgrade=False
             assert _features(await _api_versions(cluster.bootstrap))[1] == {"transaction.version": (2, 2)}
+
+
+@pytest.mark.parametrize(("level", "resumed"), [(2, (NONE, 1)), (1, (E.ProducerFencedError.code, -1))])
+async def test_timed_out_producer_resumes_only_at_level_2(level: int, resumed: tuple[int, int]) -> None:
+    """The coordinator's own abort follows the finalized level (as Kafka 4.4): at level 2
+    the producer whose transaction timed out may resume with its id/epoch (KIP-360) and
+    gets the bumped epoch; at level 1 it is fenced."""
+    env = Env()
+    env.cluster.config.features["transaction.version"] = level
+    r = await env.call(
+        InitProducerIdRequest(
+            transactional_id="tx", transaction_timeout_ms=1000, producer_id=-1, producer_epoch=-1
+        ),
+        5,
+    )
+    pid, epoch = r.producer_id, r.producer_epoch
+    assert await env.produce(pid, epoch, 0) == NONE
+    env.clock.advance(1000)
+    meta = env.tc.txns["tx"]
+    assert (meta.state, meta.producer_epoch) == (TxnState.COMPLETE_ABORT, epoch + 1)
+    assert env.markers() == [(pid, epoch + 1)]
+    again = await env.init(pid=pid, epoch=epoch)
+    delta = again.producer_epoch - epoch if again.error_code == NONE else -1
+    assert (again.error_code, delta) == resumed

@@ -700,3 +700,66 @@ async def case_update_transaction_version_validate_only(t: Target) -> Observatio
             "results": [(r.feature, r.error_code, r.error_message) for r in resp.results],
         }
     return out
+
+
+# -- the transaction timeout under TV2 ------------------------------------------------------
+
+
+@case("txn2")
+async def case_transaction_timeout(t: Target) -> Observation:
+    """The coordinator aborts a transaction past its timeout (Kafka checks every 10 s by
+    default) and fences its epoch; what the producer's next requests get."""
+    topic = await t.create_topic("tv2timeout")
+    c = await t.client()
+    txn = t.unique("txn2")
+    init = await init_producer_id(c, txn, timeout_ms=1000)
+    pid, epoch = init.producer_id, init.producer_epoch
+    r = await produce(c, topic, _txn_batch(pid, epoch, 0), transactional_id=txn, version=PRODUCE_V2)
+    deadline = time.monotonic() + 30
+    while True:
+        d = await _describe(c, txn, pid, epoch)
+        if d["state"] == "CompleteAbort" or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.1)
+    late = await produce(c, topic, _txn_batch(pid, epoch, 1), transactional_id=txn, version=PRODUCE_V2)
+    end_old = await _end_v5(c, txn, pid, epoch, commit=True)
+    abort_old = await _end_v5(c, txn, pid, epoch, commit=False)
+    resumed = await init_producer_id(
+        c, txn, producer_id=pid, producer_epoch=epoch, timeout_ms=1000, version=5
+    )
+    return {
+        "produce": r.observe(),
+        "timed_out": d,
+        "late_produce": late.observe(),
+        "end_old_epoch": _ended(end_old, pid, epoch),
+        "abort_old_epoch": _ended(abort_old, pid, epoch),
+        "resume_with_old_epoch": resumed.error_code,
+        "resumed_epoch_delta": resumed.producer_epoch - epoch if resumed.error_code == 0 else None,
+        "views": await _views(c, topic),
+    }
+
+
+@case("txn2")
+async def case_fenced_producer_resumes_with_its_epoch(t: Target) -> Observation:
+    """InitProducerId (a new instance) fences an open transaction; then the fenced
+    instance asks InitProducerId with its own id/epoch (KIP-360)."""
+    from aiokafka_lite.wire.messages import InitProducerIdRequest, InitProducerIdResponse
+
+    topic, c, txn, pid, epoch = await _txn(t, "tv2fenceresume")
+    await produce(c, topic, _txn_batch(pid, epoch, 0), transactional_id=txn, version=PRODUCE_V2)
+    first = await c.request(
+        InitProducerIdRequest(
+            transactional_id=txn, transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1
+        ),
+        5,
+    )
+    assert isinstance(first, InitProducerIdResponse)
+    await _settled_describe(c, txn, pid, epoch)
+    fenced = await _describe(c, txn, pid, epoch)
+    old = await init_producer_id(c, txn, producer_id=pid, producer_epoch=epoch, version=5)
+    return {
+        "first": first.error_code,
+        "after_fence": fenced,
+        "old_instance": old.error_code,
+        "old_instance_epoch_delta": old.producer_epoch - epoch if old.error_code == 0 else None,
+    }

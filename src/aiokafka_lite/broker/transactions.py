@@ -29,6 +29,8 @@ same answer; the pre-bump epoch is also the "last epoch" InitProducerId accepts 
 retry. Produce v12+ adds its partition to the transaction (``add_partitions``), and
 TxnOffsetCommit v5+ adds the group (``check_offset_commit(..., implicit_add=True)``)
 without AddOffsetsToTxn. Older versions keep the version-1 rules on the same cluster.
+The finalized level matters only for the coordinator's own aborts (fencing by
+InitProducerId, the transaction timeout): see ``_fence_and_abort``.
 
 Deviations: transaction state is not persisted across cluster restarts; InitProducerId
 up to v5 (no KIP-939 2PC); TxnOffsetCommit up to v5 (v6 names topics by id).
@@ -183,6 +185,11 @@ class TransactionCoordinator:
 
     close = stop
 
+    def transaction_version(self) -> int:
+        """The cluster's finalized ``transaction.version`` (what the coordinator's own
+        aborts follow; client requests follow their request versions)."""
+        return self.cluster.config.features.get("transaction.version", 0)
+
     def coordinator_error(self, transactional_id: str, broker_id: int) -> int:
         return self.placement.check(transactional_id, TXN_KEY, broker_id)
 
@@ -256,9 +263,18 @@ class TransactionCoordinator:
         )
 
     def _fence_and_abort(self, meta: TxnMetadata) -> None:
+        """The coordinator's own abort (InitProducerId of a new instance, a timeout).
+
+        Kafka runs it with the cluster's finalized ``transaction.version``: at level 2 the
+        pre-fence epoch stays the "last epoch", so the fenced producer's InitProducerId
+        with its own id/epoch is taken for a retry and answered with the new epoch (as
+        Kafka 4.4 does; differential txn2/fenced_producer_resumes_with_its_epoch); at
+        level 1 that producer is fenced for good (PRODUCER_FENCED).
+        """
+        previous = meta.producer_epoch
         if meta.producer_epoch < MAX_EPOCH:
             meta.producer_epoch += 1
-        meta.last_producer_epoch = NO_PRODUCER_EPOCH
+        meta.last_producer_epoch = previous if self.transaction_version() >= 2 else NO_PRODUCER_EPOCH
         log.info(
             "transactional id %s: fencing epoch, aborting its transaction (epoch now %d)",
             meta.transactional_id,
