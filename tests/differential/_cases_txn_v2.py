@@ -763,3 +763,27 @@ async def case_fenced_producer_resumes_with_its_epoch(t: Target) -> Observation:
         "old_instance": old.error_code,
         "old_instance_epoch_delta": old.producer_epoch - epoch if old.error_code == 0 else None,
     }
+
+
+@case("txn2")
+async def case_sequence_after_epoch_bump(t: Target) -> Observation:
+    """After EndTxn v5 the producer's sequence numbers restart at 0 with the new epoch:
+    continuing the old sequence is refused, and so is a gap."""
+    topic, c, txn, pid, epoch = await _txn(t, "tv2seq")
+    await produce(c, topic, _txn_batch(pid, epoch, 0, 2), transactional_id=txn, version=PRODUCE_V2)
+    ended = await _end_v5(c, txn, pid, epoch, commit=True)
+    new = ended.producer_epoch
+    await _views(c, topic)
+    continued = await produce(c, topic, _txn_batch(pid, new, 2), transactional_id=txn, version=PRODUCE_V2)
+    gap = await produce(c, topic, _txn_batch(pid, new, 5), transactional_id=txn, version=PRODUCE_V2)
+    restarted = await produce(c, topic, _txn_batch(pid, new, 0), transactional_id=txn, version=PRODUCE_V2)
+    duplicate = await produce(c, topic, _txn_batch(pid, new, 0), transactional_id=txn, version=PRODUCE_V2)
+    following = await produce(c, topic, _txn_batch(pid, new, 1), transactional_id=txn, version=PRODUCE_V2)
+    return {
+        "continued_old_sequence": continued.observe(),
+        "gap": gap.observe(),
+        "restarted": restarted.observe(),
+        "duplicate": duplicate.observe(),
+        "following": following.observe(),
+        "describe": await _describe(c, txn, pid, epoch),
+    }
