@@ -148,7 +148,9 @@ class EmbeddedCluster:
 
     def set_feature(self, name: str, level: int) -> None:
         """Finalizes feature ``name`` at ``level`` now, as ``kafka-features.sh upgrade`` /
-        ``downgrade`` does on a running cluster (e.g. ``transaction.version`` 1 or 2)."""
+        ``downgrade`` does on a running cluster (e.g. ``transaction.version`` 1 or 2).
+        UpdateFeatures requests do the same. Levels are not kept in ``data_dir``: a
+        restarted cluster starts at its ``features``."""
         self._check_feature(name, level)
         self.config.features[name] = level
         self.config.features_epoch += 1
