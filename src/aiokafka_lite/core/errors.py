@@ -1162,6 +1162,27 @@ class ShareSessionLimitReachedError(BrokerResponseError):
     retriable = True
 
 
+class GroupDeletionFailedError(BrokerResponseError):
+    """DeleteGroups could not complete (the per-group results say why)."""
+
+    code = 134
+    name = "GROUP_DELETION_FAILED"
+
+
+class StreamsTopologyDescriptionUpdateFailedError(BrokerResponseError):
+    """The broker could not apply a streams group's topology description update (KIP-1071)."""
+
+    code = 135
+    name = "STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED"
+
+
+class ControllerIdNotRegisteredError(BrokerResponseError):
+    """UnregisterController named a controller id that is not registered."""
+
+    code = 136
+    name = "CONTROLLER_ID_NOT_REGISTERED"
+
+
 # --------------------------------------------------------------------------------------
 # Lookup.
 
