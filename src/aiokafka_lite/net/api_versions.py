@@ -103,6 +103,7 @@ IMPLEMENTED_APIS: Final[tuple[tuple[int, str, int], ...]] = (
     (90, "DescribeShareGroupOffsets", 1),
     (91, "AlterShareGroupOffsets", 0),
     (92, "DeleteShareGroupOffsets", 0),
+    (94, "UnregisterController", 0),
 )
 
 #: API key -> highest version the client implements.
