@@ -16,7 +16,8 @@ import pytest
 from aiokafka_lite.admin import Admin, NewTopic, RaftVoterEndpoint
 from aiokafka_lite.admin.quorum import parse_directory_id
 from aiokafka_lite.broker import EmbeddedCluster
-from aiokafka_lite.core.errors import ConfigError, UnsupportedVersionError
+from aiokafka_lite.core.errors import ConfigError, ControllerIdNotRegisteredError, UnsupportedVersionError
+from aiokafka_lite.wire.messages import UnregisterControllerRequest
 
 
 @pytest.fixture
@@ -94,3 +95,17 @@ def test_directory_ids_are_read_in_kafka_text_form_and_as_uuids() -> None:
     assert parse_directory_id("AAAAAAAAAAAAAAAAAAAAAA") == uuid.UUID(int=0)
     with pytest.raises(ConfigError):
         parse_directory_id("AAAAAAAAAAAAAAAAAAAAA")  # 21 characters
+
+
+async def test_unregistering_an_unknown_controller(admin: Admin) -> None:
+    # UnregisterController is new in Kafka 4.4; the embedded broker and Kafka 4.0 lack it.
+    try:
+        await admin.client.negotiated_version(None, UnregisterControllerRequest.API_KEY)
+    except UnsupportedVersionError:
+        with pytest.raises(UnsupportedVersionError, match=r"needs Kafka 4\.4\+"):
+            await admin.unregister_controller(99)
+    else:
+        with pytest.raises(ControllerIdNotRegisteredError):
+            await admin.unregister_controller(99)
+    with pytest.raises(ConfigError, match="controller_id"):
+        await admin.unregister_controller(-1)

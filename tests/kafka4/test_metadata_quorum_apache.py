@@ -27,8 +27,16 @@ import pytest
 
 from aiokafka_lite.admin import Admin, QuorumInfo, RaftVoterEndpoint
 from aiokafka_lite.admin.quorum import parse_directory_id
-from aiokafka_lite.core.errors import DuplicateVoterError, InconsistentClusterIdError, VoterNotFoundError
+from aiokafka_lite.core.errors import (
+    ControllerIdNotRegisteredError,
+    DuplicateVoterError,
+    InconsistentClusterIdError,
+    InvalidRequestError,
+    UnsupportedVersionError,
+    VoterNotFoundError,
+)
 from aiokafka_lite.testing.apache import ApacheCluster, _cache_root, _java, _mvn, kafka_classpath
+from aiokafka_lite.wire.messages import UnregisterControllerRequest
 
 ZERO = uuid.UUID(int=0)
 
@@ -210,3 +218,26 @@ async def test_remove_a_voter_then_add_it_back(cluster: ApacheCluster, tools_cla
         # A voter is a (node id, directory id) pair: another directory id is not it.
         with pytest.raises(VoterNotFoundError):
             await admin.remove_raft_voter(voter, uuid.uuid4())
+
+
+async def test_unregister_a_controller_that_left_the_quorum(cluster: ApacheCluster) -> None:
+    # Last in the module: it shuts a node down for good.
+    async with Admin(cluster.bootstrap) as admin:
+        info = await admin.describe_metadata_quorum()
+        try:
+            await admin.client.negotiated_version(None, UnregisterControllerRequest.API_KEY)
+        except UnsupportedVersionError:  # before Kafka 4.4
+            with pytest.raises(UnsupportedVersionError, match=r"needs Kafka 4\.4\+"):
+                await admin.unregister_controller(info.leader_id)
+            return
+        with pytest.raises(InvalidRequestError, match="active"):
+            await admin.unregister_controller(info.leader_id)
+        voter = next(v.replica_id for v in info.voters if v.replica_id != info.leader_id)
+        node = cluster.node(voter)
+        assert node.directory_id is not None
+        await admin.remove_raft_voter(voter, node.directory_id)
+        await asyncio.to_thread(node.stop)
+        await admin.unregister_controller(voter)
+        # The registration is gone: a second call finds none.
+        with pytest.raises(ControllerIdNotRegisteredError):
+            await admin.unregister_controller(voter)

@@ -464,3 +464,8 @@ class Admin:
         await _quorum.remove_raft_voter(
             self._requests, voter_id, voter_directory_id, cluster_id=cluster_id, timeout_ms=timeout_ms
         )
+
+    async def unregister_controller(self, controller_id: int, *, timeout_ms: float | None = None) -> None:
+        """Remove the registration of a controller that left the voters and was shut
+        down (Java's ``unregisterController``, Kafka 4.4+)."""
+        await _quorum.unregister_controller(self._requests, controller_id, timeout_ms=timeout_ms)

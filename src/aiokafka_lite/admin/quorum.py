@@ -1,12 +1,13 @@
 """KRaft metadata quorum operations of the admin client, as Java's Admin:
-``describe_metadata_quorum`` (DescribeQuorum, KIP-595/KIP-836/KIP-853), and
-``add_raft_voter``/``remove_raft_voter`` (AddRaftVoter/RemoveRaftVoter, KIP-853).
+``describe_metadata_quorum`` (DescribeQuorum, KIP-595/KIP-836/KIP-853),
+``add_raft_voter``/``remove_raft_voter`` (AddRaftVoter/RemoveRaftVoter, KIP-853) and
+``unregister_controller`` (UnregisterController, Kafka 4.4+).
 
-Where they go: Java's Admin sends these three to the least-loaded broker when it was given
+Where they go: Java's Admin sends these to the least-loaded broker when it was given
 ``bootstrap.servers`` (the broker forwards them to the active controller) and to the
 active controller itself only when given ``bootstrap.controllers`` (KIP-919). This client
 connects to brokers only (it has no ``bootstrap_controllers``), so it does the former:
-every Kafka broker since 3.9 accepts the three and forwards them.
+every Kafka broker since 3.9 accepts them and forwards them.
 
 Errors, as Java: a ``NOT_CONTROLLER`` answer (the controller moved while the request was
 forwarded) is retried until the call's deadline (DescribeQuorum, a read, retries every
@@ -40,6 +41,8 @@ from aiokafka_lite.wire.messages import (
     DescribeQuorumResponse,
     RemoveRaftVoterRequest,
     RemoveRaftVoterResponse,
+    UnregisterControllerRequest,
+    UnregisterControllerResponse,
 )
 
 __all__ = [
@@ -49,6 +52,7 @@ __all__ = [
     "parse_directory_id",
     "quorum_info",
     "remove_raft_voter",
+    "unregister_controller",
 ]
 
 #: The KRaft metadata log, the only partition a quorum describes.
@@ -302,3 +306,33 @@ async def remove_raft_voter(
         raise _unsupported("RemoveRaftVoter", exc) from exc
     assert isinstance(resp, RemoveRaftVoterResponse)
     _final("RemoveRaftVoter", resp.error_code, resp.error_message)
+
+
+async def unregister_controller(
+    rq: AdminRequests, controller_id: int, *, timeout_ms: float | None = None
+) -> None:
+    """Remove a controller's registration from the cluster metadata (Java's
+    ``unregisterController``), once it was removed from the voters and shut down.
+    ``ControllerIdNotRegisteredError`` for an id with no registration; Kafka refuses
+    the active controller with ``InvalidRequestError``. As Java, only a
+    ``REQUEST_TIMED_OUT`` answer is retried."""
+    if isinstance(controller_id, bool) or not isinstance(controller_id, int) or controller_id < 0:
+        raise E.ConfigError(f"controller_id must be a node id (an int >= 0), got {controller_id!r}")
+    deadline = rq.deadline(timeout_ms)
+
+    def make(version: int) -> Request:
+        return UnregisterControllerRequest(controller_id=controller_id)
+
+    def check(resp: Response) -> E.KafkaError | None:
+        assert isinstance(resp, UnregisterControllerResponse)
+        err = error_of(resp.error_code, resp.error_message)
+        return err if isinstance(err, E.RequestTimedOutError) else None
+
+    try:
+        resp = await _controller_call(rq, make, deadline, check)
+    except E.UnsupportedVersionError as exc:
+        raise E.UnsupportedVersionError(f"{exc}; unregistering a controller needs Kafka 4.4+") from exc
+    assert isinstance(resp, UnregisterControllerResponse)
+    err = error_of(resp.error_code, resp.error_message)
+    if err is not None:
+        raise err
