@@ -26,7 +26,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final, TypeVar
@@ -48,7 +48,9 @@ from aiokafka_lite.net.metadata import (
     BrokerInfo,
     ClusterMetadata,
     CoordinatorType,
+    LeaderHint,
     TopicInfo,
+    apply_leader_hints,
     apply_metadata,
     topic_error,
 )
@@ -832,6 +834,18 @@ class Client:
         if self._metadata_updated is not None:
             self._metadata_updated.set()
             self._metadata_updated = _backend.event()
+
+    def apply_leader_hints(
+        self, hints: Mapping[TopicPartition, LeaderHint], endpoints: Iterable[BrokerInfo] = ()
+    ) -> set[TopicPartition]:
+        """Take the new leaders a Produce or Fetch response names (KIP-951) into the
+        cluster view at once (see ``metadata.apply_leader_hints``); the partitions moved."""
+        new, moved = apply_leader_hints(self._cluster, hints, endpoints)
+        if moved:
+            for broker in new.brokers.values():
+                self._add_node(broker.node_id, broker.host, broker.port)
+            self._cluster = new
+        return moved
 
     async def wait_for_topic(self, topic: str, timeout_ms: float) -> TopicInfo:
         """Metadata of ``topic`` once it exists with partitions; ``UnknownTopicOrPartitionError``

@@ -9,6 +9,13 @@ the previous snapshot:
 * per partition, a response carrying an older leader epoch than the cached one is
   ignored (KIP-320): it came from a broker that has not caught up yet. A changed topic
   id means the topic was re-created, and then the new data wins regardless (KIP-516).
+
+``apply_leader_hints`` applies what a Produce or Fetch error response says about a
+partition's new leader (KIP-951: ``CurrentLeader`` plus the ``NodeEndpoints`` of the
+leaders it names), as Java's ``Metadata.updatePartitionLeadership``: only for partitions
+already cached, only when the hint's leader epoch is newer than the cached one, and only
+when the new leader's address is known (from the hint's endpoints or the cached brokers).
+Replicas and ISR stay as cached; the next full refresh replaces them.
 """
 
 from __future__ import annotations
@@ -28,8 +35,10 @@ __all__ = [
     "BrokerInfo",
     "ClusterMetadata",
     "CoordinatorType",
+    "LeaderHint",
     "PartitionInfo",
     "TopicInfo",
+    "apply_leader_hints",
     "apply_metadata",
     "fatal_topic_error",
     "topic_error",
@@ -242,6 +251,74 @@ def apply_metadata(
         controller_id=resp.controller_id,
         cluster_id=resp.cluster_id,
         topic_errors=errors,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderHint:
+    """A response's word on a partition's leader (KIP-951 ``CurrentLeader``)."""
+
+    leader_id: int
+    leader_epoch: int
+
+
+def apply_leader_hints(
+    prev: ClusterMetadata,
+    hints: Mapping[TopicPartition, LeaderHint],
+    endpoints: Iterable[BrokerInfo] = (),
+) -> tuple[ClusterMetadata, set[TopicPartition]]:
+    """The snapshot after the leader ``hints`` of a Produce or Fetch response (see the
+    module doc) and the partitions whose leader it changed. ``prev`` itself comes back
+    when no hint applies, so callers can tell nothing changed by identity."""
+    known = dict(prev.brokers)
+    offered = {b.node_id: b for b in endpoints}
+    changed: set[TopicPartition] = set()
+    topics = dict(prev.topics)
+    used: set[int] = set()
+    for tp, hint in hints.items():
+        if hint.leader_id < 0 or hint.leader_epoch < 0:
+            continue  # the broker does not know the leader either
+        info = topics.get(tp.topic)
+        part = info.partitions.get(tp.partition) if info is not None else None
+        if info is None or part is None:
+            continue  # not cached: a metadata refresh has to find it (as Java)
+        if part.leader_epoch >= 0 and hint.leader_epoch <= part.leader_epoch:
+            continue  # not newer than what we know (KIP-320 ordering)
+        if hint.leader_id not in offered and hint.leader_id not in known:
+            continue  # no address for the new leader
+        partitions = dict(info.partitions)
+        partitions[tp.partition] = PartitionInfo(
+            partition=part.partition,
+            leader=hint.leader_id,
+            leader_epoch=hint.leader_epoch,
+            replicas=part.replicas,
+            isr=part.isr,
+            offline=part.offline,
+            error_code=0,
+        )
+        topics[tp.topic] = TopicInfo(
+            name=info.name,
+            topic_id=info.topic_id,
+            partitions=partitions,
+            is_internal=info.is_internal,
+            error_code=info.error_code,
+        )
+        changed.add(tp)
+        used.add(hint.leader_id)
+    if not changed:
+        return prev, changed
+    for node_id in used:
+        if node_id in offered:
+            known[node_id] = offered[node_id]
+    return (
+        ClusterMetadata(
+            brokers=known,
+            topics=topics,
+            controller_id=prev.controller_id,
+            cluster_id=prev.cluster_id,
+            topic_errors=dict(prev.topic_errors),
+        ),
+        changed,
     )
 
 
