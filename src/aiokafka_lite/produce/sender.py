@@ -8,6 +8,13 @@ request runs in a child task that the sender owns; its response is handled per
 partition by :meth:`Sender.complete_batch` following the Java client's rules
 (success / split / retry / fail), and sequence bookkeeping goes through the
 ``IdempotenceManager``.
+
+Leader discovery (KIP-951): a partition answered with NOT_LEADER_OR_FOLLOWER or
+FENCED_LEADER_EPOCH may carry the new leader (``CurrentLeader``, with its address in the
+response's ``NodeEndpoints``). As Java's ``Sender``, that leader goes into the cluster
+view at once when its epoch is newer than the cached one, and the batch is retried to it
+without waiting out the retry backoff or a metadata refresh; the refresh is still
+requested in the background.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.net import Client
 from aiokafka_lite.net.client import error_type_name
 from aiokafka_lite.net.hooks import BATCH_BYTES_BUCKETS, BATCH_RECORDS_BUCKETS, Histogram
+from aiokafka_lite.net.metadata import BrokerInfo, LeaderHint
 from aiokafka_lite.produce.accumulator import RecordAccumulator
 from aiokafka_lite.produce.batch import ProducerBatch
 from aiokafka_lite.produce.producer_config import ProducerConfig
@@ -44,6 +52,10 @@ __all__ = ["Sender"]
 log = logging.getLogger("aiokafka_lite.producer")
 
 _MESSAGE_TOO_LARGE: Final = 10
+_NOT_LEADER_OR_FOLLOWER: Final = 6
+_FENCED_LEADER_EPOCH: Final = 74
+#: The partition errors whose response may name the new leader (KIP-951).
+_LEADER_MOVED_ERRORS: Final = (_NOT_LEADER_OR_FOLLOWER, _FENCED_LEADER_EPOCH)
 _NETWORK_EXCEPTION: Final = 13
 _REQUEST_TIMED_OUT: Final = 7
 _TRANSACTIONAL_ID_MAX_TIMEOUT: Final = 2**31 - 1
@@ -107,6 +119,11 @@ class Sender:
         #: error type name.
         self.failed_by_topic: dict[tuple[str, str], int] = {}
         self.records_retried = 0
+        #: Batches retried to a new leader named by a produce response (KIP-951).
+        self.batches_moved_by_leader_hint = 0
+        #: False: ignore the leaders produce responses name and wait for metadata, as
+        #: clients before KIP-951 do (for comparisons, e.g. bench/leader_failover.py).
+        self.use_leader_hints = True
         #: Sizes of acknowledged batches on the wire (bytes, after compression) and in records.
         self.batch_bytes = Histogram(BATCH_BYTES_BUCKETS)
         self.batch_records = Histogram(BATCH_RECORDS_BUCKETS)
@@ -467,8 +484,34 @@ class Sender:
             if self._acc.has_queued or (idem is not None and idem.needs_attention) or self._stopping:
                 self.wake()
 
+    def _apply_leader_hints(self, resp: ProduceResponse) -> set[TopicPartition]:
+        """Take the new leaders ``resp`` names into the cluster view (KIP-951); the
+        partitions whose leader moved."""
+        if not self.use_leader_hints:
+            return set()
+        hints: dict[TopicPartition, LeaderHint] = {}
+        for topic_resp in resp.responses:
+            name = topic_resp.name
+            if not name and topic_resp.topic_id != ZERO_UUID:
+                name = self._topics.name_for(topic_resp.topic_id) or ""
+            for part in topic_resp.partition_responses:
+                leader = part.current_leader
+                if part.error_code in _LEADER_MOVED_ERRORS and name and leader.leader_id >= 0:
+                    hints[TopicPartition(name, part.index)] = LeaderHint(
+                        leader.leader_id, leader.leader_epoch
+                    )
+        if not hints:
+            return set()
+        endpoints = [BrokerInfo(e.node_id, e.host, e.port, e.rack) for e in resp.node_endpoints]
+        moved = self._client.apply_leader_hints(hints, endpoints)
+        if moved:
+            self._topics.update(self._client.cluster)
+            log.debug("produce response moved leaders: %s", {str(tp): hints[tp] for tp in moved})
+        return moved
+
     def _handle_response(self, resp: ProduceResponse, batches: list[ProducerBatch], now: float) -> None:
         pending = {(b.tp.topic, b.tp.partition): b for b in batches}
+        moved = self._apply_leader_hints(resp)
         for topic_resp in resp.responses:
             name = topic_resp.name
             if not name and topic_resp.topic_id != ZERO_UUID:
@@ -505,7 +548,12 @@ class Sender:
                         )
                         message = f"{message}; {details}" if message else details
                     self.complete_batch(
-                        batch, code, now, message=message, log_start_offset=part.log_start_offset
+                        batch,
+                        code,
+                        now,
+                        message=message,
+                        log_start_offset=part.log_start_offset,
+                        leader_moved=batch.tp in moved,
                     )
         for batch in pending.values():  # the broker left partitions out: retry them
             self.complete_batch(
@@ -539,8 +587,11 @@ class Sender:
         message: str | None = None,
         log_start_offset: int = -1,
         cause: BaseException | None = None,
+        leader_moved: bool = False,
     ) -> None:
-        """Handle a failed partition response (``code`` != 0) for ``batch``."""
+        """Handle a failed partition response (``code`` != 0) for ``batch``.
+        ``leader_moved``: the response named a newer leader, now in the cluster view; a
+        retry goes there without backoff (KIP-951)."""
         tp = batch.tp
         if code == _MESSAGE_TOO_LARGE and batch.count > 1 and not batch.is_done and not self._stopping:
             children = self._acc.split(batch, now)
@@ -581,6 +632,9 @@ class Sender:
             self.records_retried += batch.count
             batch.last_error = error
             self._acc.reenqueue(batch, now)
+            if leader_moved:
+                batch.retry_at_ms = now  # a new leader: nothing to back off from (as Java)
+                self.batches_moved_by_leader_hint += 1
             return
         if cause is not None:
             # Disconnect/timeout: the broker may or may not have written it.
