@@ -28,6 +28,7 @@ from aiokafka_lite.broker.context import EncodedResponse, HandlerRegistry, Reque
 from aiokafka_lite.broker.log import AbortedTxn, PartitionLog
 from aiokafka_lite.broker.state import BrokerConfig, ClusterState, Partition
 from aiokafka_lite.core.errors import (
+    FencedLeaderEpochError,
     FetchSessionIdNotFoundError,
     InvalidFetchSessionEpochError,
     OffsetOutOfRangeError,
@@ -193,7 +194,9 @@ def _read_all(
         if err:
             r.error = err
             errors = True
-            if err == NOT_LEADER and state.is_alive(p.leader_id):
+            if err in (NOT_LEADER, FencedLeaderEpochError.code) and state.is_alive(p.leader_id):
+                # KIP-951: Kafka names the current leader with both errors (a fenced
+                # epoch may come from the leader itself, naming its newer epoch).
                 r.leader = (p.leader_id, p.leader_epoch)
             continue
         logs.append(plog)

@@ -14,6 +14,13 @@ Tasks (all owned here, cancelled and awaited by :meth:`Fetcher.close`):
   offset via the group coordinator, else ListOffsets per ``auto_offset_reset``) and
   validates positions after leader changes (OffsetForLeaderEpoch, KIP-320).
 
+Leader discovery (KIP-951): a partition answered with NOT_LEADER_OR_FOLLOWER or
+FENCED_LEADER_EPOCH may name its new leader (``CurrentLeader`` plus the response's
+``NodeEndpoints``). As Java's fetcher, a leader with a newer epoch than the cached one
+goes into the cluster view at once and the partition is fetched from it without
+backoff (after the usual KIP-320 position validation); a metadata refresh is still
+requested in the background.
+
 Responses are framed and CRC-checked here, off the consumer's critical path; record
 decoding happens batch by batch when the consumer reaches the data.
 """
@@ -46,6 +53,7 @@ from aiokafka_lite.consume.subscription import (
 from aiokafka_lite.core import concurrency as _backend
 from aiokafka_lite.core import errors as E
 from aiokafka_lite.core.structs import TopicPartition
+from aiokafka_lite.net.metadata import BrokerInfo, LeaderHint
 from aiokafka_lite.net.retry import Backoff, Retry
 from aiokafka_lite.wire.messages.fetch_request import FetchRequest
 from aiokafka_lite.wire.messages.fetch_response import FetchResponse
@@ -62,6 +70,8 @@ T = TypeVar("T")
 FETCH_KEY = FetchRequest.API_KEY
 OFFSET_FOR_LEADER_EPOCH_KEY = 23
 _OFFSET_OUT_OF_RANGE = 1
+#: Partition errors whose response may name the new leader (KIP-951).
+_LEADER_MOVED_ERRORS = (6, 74)  # NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH
 _LOOP_IDLE_EXIT_S = 30.0
 _MANAGER_TICK_S = 0.5
 
@@ -123,6 +133,11 @@ class Fetcher:
         self._started = False
         #: Record-batch bytes received per topic (counted per partition in a response).
         self.bytes_by_topic: dict[str, int] = {}
+        #: Partitions moved to a new leader named by a fetch response (KIP-951).
+        self.partitions_moved_by_leader_hint = 0
+        #: False: ignore the leaders fetch responses name and wait for metadata, as
+        #: clients before KIP-951 do (for comparisons, e.g. bench/leader_failover.py).
+        self.use_leader_hints = True
         subscription.add_listener(self)
 
     # ------------------------------------------------------------------ lifecycle
@@ -462,6 +477,7 @@ class Fetcher:
         # budget counts only its part, so each partition then gets its own copy
         # (a memcpy: cheap next to decoding) and the accounting stays exact.
         shared = sum(1 for t in response.responses for p in t.partitions if p.records) > 1
+        moved = self._apply_leader_hints(plan, response)
         for topic in response.responses:
             name = topic.topic
             if not name:
@@ -478,11 +494,42 @@ class Fetcher:
                 if fp is None or fp[0] != sent.fetch_offset:
                     continue
                 if pd.error_code:
-                    self._partition_error(node, tp, st, sent, pd, now)
+                    self._partition_error(node, tp, st, sent, pd, now, leader_moved=tp in moved)
                 elif self._partition_data(node, tp, st, sent, pd, now, shared):
                     added = True
         if added:
             self.data_ready.set()
+
+    def _apply_leader_hints(self, plan: FetchPlan, response: FetchResponse) -> set[TopicPartition]:
+        """Take the new leaders ``response`` names into the cluster view (KIP-951); the
+        partitions whose leader moved."""
+        if not self.use_leader_hints:
+            return set()
+        hints: dict[TopicPartition, LeaderHint] = {}
+        ids: dict[uuid.UUID, str] | None = None
+        for topic in response.responses:
+            for pd in topic.partitions:
+                leader = pd.current_leader
+                if pd.error_code not in _LEADER_MOVED_ERRORS or leader.leader_id < 0:
+                    continue
+                name = topic.topic
+                if not name:
+                    if ids is None:
+                        ids = {pf.topic_id: tp.topic for tp, pf in plan.session_after.items()}
+                    name = ids.get(topic.topic_id) or self._client.cluster.topic_name(topic.topic_id) or ""
+                if name:
+                    hints[TopicPartition(name, pd.partition_index)] = LeaderHint(
+                        leader.leader_id, leader.leader_epoch
+                    )
+        if not hints:
+            return set()
+        endpoints = [BrokerInfo(e.node_id, e.host, e.port, e.rack) for e in response.node_endpoints]
+        moved = self._client.apply_leader_hints(hints, endpoints)
+        if moved:
+            self.partitions_moved_by_leader_hint += len(moved)
+            log.debug("fetch response moved leaders: %s", {str(tp): hints[tp] for tp in moved})
+            self._manager_event.set()  # start a loop for the new leader now
+        return moved
 
     def _partition_data(
         self,
@@ -548,6 +595,8 @@ class Fetcher:
         sent: PartitionFetch,
         pd: FetchResponse.PartitionData,
         now: float,
+        *,
+        leader_moved: bool = False,
     ) -> None:
         code = pd.error_code
         err = E.error_for(
@@ -572,7 +621,8 @@ class Fetcher:
         if err.retriable or err.invalidates_metadata:
             log.debug("%s; refreshing metadata", err)
             self._preferred.pop(tp, None)
-            self._backoff_until[tp] = now + self._client.config.retry_backoff_ms / 1000
+            if not leader_moved:  # a new leader is known already: nothing to back off from
+                self._backoff_until[tp] = now + self._client.config.retry_backoff_ms / 1000
             self._refresh_metadata_soon([tp.topic])
             return
         # Not retriable (e.g. authorization): the user sees it when reaching this position.

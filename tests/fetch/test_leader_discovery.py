@@ -1,0 +1,48 @@
+"""KIP-951 in the consumer: a fetch response naming the partition's new leader moves
+fetching there at once, without waiting for a metadata refresh."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import pytest
+from fetch_testlib import fill, produce_raw, take
+
+from aiokafka_lite.broker import EmbeddedCluster
+from aiokafka_lite.consume import Consumer
+from aiokafka_lite.core.structs import TopicPartition
+from aiokafka_lite.net import Client
+from aiokafka_lite.wire.messages import MetadataRequest
+
+Factory = Callable[..., Awaitable[EmbeddedCluster]]
+T0 = TopicPartition("t", 0)
+FAST = {"fetch_max_wait_ms": 50, "retry_backoff_ms": 20, "metadata_max_age_ms": 600_000}
+
+
+@pytest.mark.kafka_embedded  # moves a leader and holds metadata answers back
+async def test_fetch_follows_the_leader_named_in_the_response(kafka_cluster_factory: Factory) -> None:
+    cluster = await kafka_cluster_factory(brokers=3)
+    cluster.create_topic("t", 1, replication_factor=3)
+    await fill(cluster.bootstrap, {T0: 10}, batch=5)
+    async with Consumer(cluster.bootstrap, auto_offset_reset="earliest", **FAST) as consumer:
+        consumer.assign([T0])
+        assert [r.offset for r in await take(consumer, 10)] == list(range(10))
+        old = consumer.client.cluster.leader_for(T0)
+        new, new_epoch = cluster.move_leader("t", 0)
+        assert new != old
+        async with Client(cluster.bootstrap) as client:
+            await client.refresh_metadata(["t"])
+            await produce_raw(client, T0, [(None, b"after-move")])
+        # From now on no metadata answer reaches the consumer in time: only the fetch
+        # response's CurrentLeader can send it to the new leader.
+        cluster.add_latency(MetadataRequest, 3600.0)
+        try:
+            got = await take(consumer, 1, limit_s=30)
+            assert (got[0].offset, got[0].value) == (10, b"after-move")
+            assert got[0].leader_epoch == new_epoch
+            fetcher = consumer.fetcher
+            assert fetcher is not None and fetcher.partitions_moved_by_leader_hint == 1
+            assert consumer.client.cluster.leader_for(T0) == new
+            assert consumer.client.cluster.leader_epoch(T0) == new_epoch
+        finally:
+            cluster.clear_faults()
