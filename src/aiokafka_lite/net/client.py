@@ -609,6 +609,18 @@ class Client:
             api_key, node.api_versions, self.config.max_versions.get(api_key), node_id=node_id
         )
 
+    def finalized_features(self) -> dict[str, int]:
+        """The finalized feature levels reported by the connected broker with the newest
+        ``finalized_features_epoch`` (as Java's ApiVersions keeps them); empty when no
+        connected broker reported any (ApiVersions below v3, or not connected yet)."""
+        best: tuple[int, dict[str, int]] = (-2, {})
+        for node in self._nodes.values():
+            for lane in _ALL_LANES:
+                conn = node.ready_conn(lane)
+                if conn is not None and conn.finalized_features_epoch > best[0]:
+                    best = (conn.finalized_features_epoch, conn.finalized_features)
+        return dict(best[1])
+
     async def negotiated_version(
         self, node_id: int | None, api_key: int, *, lane: Lane = Lane.DEFAULT, timeout_ms: float | None = None
     ) -> int:

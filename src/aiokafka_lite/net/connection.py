@@ -50,7 +50,14 @@ from aiokafka_lite.wire.messages import (
     SaslHandshakeResponse,
 )
 
-__all__ = ["BrokerConnection", "Opener", "api_name", "describe_error", "negotiate_version"]
+__all__ = [
+    "BrokerConnection",
+    "Opener",
+    "api_name",
+    "canonical_host_names",
+    "describe_error",
+    "negotiate_version",
+]
 
 log = logging.getLogger("aiokafka_lite.net.connection")
 
@@ -157,6 +164,10 @@ class BrokerConnection(asyncio.BufferedProtocol):
         self._reauth_task: Any = None
         self._closed_event = bk.event()
         self.api_versions: dict[int, tuple[int, int]] = {}
+        #: The broker's finalized feature levels (ApiVersions v3+; name -> max level) and
+        #: their epoch (-1: not reported), e.g. ``transaction.version`` for the producer.
+        self.finalized_features: dict[str, int] = {}
+        self.finalized_features_epoch = -1
         self.last_used = self._loop.time()
         self.session_lifetime_ms = 0
 
@@ -270,6 +281,8 @@ class BrokerConnection(asyncio.BufferedProtocol):
             if resp.error_code:
                 raise E.error_for(resp.error_code, f"ApiVersions v{version} to {self.host}:{self.port}")
             self.api_versions = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+            self.finalized_features = {f.name: f.max_version_level for f in resp.finalized_features}
+            self.finalized_features_epoch = resp.finalized_features_epoch
             return
         raise E.UnsupportedVersionError(
             f"broker at {self.host}:{self.port} supports no usable ApiVersions version"
@@ -659,6 +672,29 @@ def _clone(exc: BaseException) -> BaseException:
         return new
     except Exception:  # pragma: no cover - exotic exception types
         return exc
+
+
+async def canonical_host_names(host: str, port: int) -> list[str]:
+    """``client_dns_lookup='resolve_canonical_bootstrap_servers_only'``: the canonical
+    name of every address ``host`` resolves to, as Java's ``getCanonicalHostName`` gives
+    it (the address itself when the reverse lookup finds no name). Works on asyncio and
+    trio (anyio's resolver). ``KafkaConnectionError`` when the name does not resolve."""
+    import anyio
+
+    try:
+        infos = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as e:
+        raise E.KafkaConnectionError(f"cannot resolve {host}:{port}: {e}") from e
+    names: list[str] = []
+    for _family, _type, _proto, _canon, addr in infos:
+        ip = str(addr[0])
+        try:
+            name, _ = await anyio.getnameinfo((ip, port), socket.NI_NAMEREQD)
+        except OSError:
+            name = ip
+        if name not in names:
+            names.append(name)
+    return names
 
 
 async def _open_tcp(conn: BrokerConnection) -> None:
