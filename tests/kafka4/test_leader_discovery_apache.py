@@ -3,10 +3,11 @@
 The partition's leadership is moved while every node stays up (a preferred-leader
 election after the preferred replica came back), so the client's cached leader is
 alive, knows it is no longer the leader, and says who is: NOT_LEADER_OR_FOLLOWER with
-``CurrentLeader`` and ``NodeEndpoints``. The producer's batch must go to that leader
-with no metadata answer read in between (the client's request hooks give the order),
-and the consumer's fetching must move there through the fetch response's hint (the
-fetcher counts the partitions a hint moved). A SIGKILLed leader answers nothing, so
+``CurrentLeader`` and ``NodeEndpoints``. From the election on, the producer's and the
+consumer's metadata refreshes are held back (they wait until the test releases them),
+so only the responses' hints can send the batch and the fetches to the new leader; the
+client's request hooks show that no metadata answer was read before the batch went
+there, and the fetcher counts the partitions a hint moved. A SIGKILLed leader answers nothing, so
 the kill scenario is measured by bench/leader_failover.py instead.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
@@ -81,6 +83,17 @@ async def _elect_preferred(bootstrap: str) -> None:
                 assert p.error_code == 0, p
 
 
+def _hold_metadata(client: Client, release: asyncio.Event) -> None:
+    """Metadata refreshes of ``client`` (background and on demand) wait for ``release``."""
+    refresh = client._refresh
+
+    async def held(*args: Any, **kwargs: Any) -> Any:
+        await release.wait()
+        return await refresh(*args, **kwargs)
+
+    client._refresh = held  # type: ignore[method-assign]
+
+
 async def test_batches_and_fetches_follow_the_leader_named_in_the_response(cluster: ApacheCluster) -> None:
     cluster.create_topic(TOPIC, 1, replication_factor=3)
     async with Admin(cluster.bootstrap) as admin:
@@ -110,12 +123,24 @@ async def test_batches_and_fetches_follow_the_leader_named_in_the_response(clust
                     batch = await consumer.getmany(timeout_ms=1_000)
             assert [r.value for rs in batch.values() for r in rs] == [b"before"]
             old_epoch = producer.client.cluster.leader_epoch(TP)
+            release = asyncio.Event()
+            _hold_metadata(producer.client, release)
+            _hold_metadata(consumer.client, release)
             # Every node stays up: the stand-in leader will answer, naming the new one.
             await _elect_preferred(cluster.bootstrap)
             await _wait_for(admin, lambda leader, r, isr: leader == preferred, "preferred leader")
             log = _Log()
             producer.client.add_hooks(log)
-            second = await producer.send(TOPIC, b"after")
+            try:
+                async with asyncio.timeout(60):
+                    second = await producer.send(TOPIC, b"after")
+                    got: list[bytes | None] = []
+                    while not got:
+                        batch = await consumer.getmany(timeout_ms=1_000)
+                        got = [r.value for rs in batch.values() for r in rs]
+            finally:
+                release.set()
+            assert got == [b"after"]
             assert (first.offset, second.offset) == (0, 1)
             assert producer._sender.batches_moved_by_leader_hint == 1
             assert producer.client.cluster.leader_for(TP) == preferred
@@ -124,11 +149,6 @@ async def test_batches_and_fetches_follow_the_leader_named_in_the_response(clust
             after = log.events[refused + 1 :]
             to_new = after.index(("sent", preferred, _PRODUCE))
             assert not any(kind == "read" and key == _METADATA for kind, _, key in after[:to_new]), log.events
-            async with asyncio.timeout(60):
-                got: list[bytes | None] = []
-                while not got:
-                    got = [r.value for rs in (await consumer.getmany(timeout_ms=1_000)).values() for r in rs]
-            assert got == [b"after"]
             fetcher = consumer.fetcher
             assert fetcher is not None and fetcher.partitions_moved_by_leader_hint == 1
             assert consumer.client.cluster.leader_for(TP) == preferred
