@@ -108,6 +108,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--tls-cert", default=None, help="PEM certificate chain: serve TLS")
     p.add_argument("--tls-key", default=None, help="PEM private key for --tls-cert")
+    p.add_argument(
+        "--schema-registry",
+        action="store_true",
+        help="also serve a schema registry (Confluent's REST API; needs the [schemas] extra)",
+    )
     p.add_argument("--log-level", default="WARNING", help="logging level (default WARNING)")
     args = p.parse_args(argv)
     if args.bootstrap is not None:
@@ -138,6 +143,7 @@ async def serve(args: argparse.Namespace) -> int:
         ssl_context=ctx,
         sasl_users=dict(args.sasl_user) if args.sasl_user else None,
         config=BrokerConfig(auto_create_topics=not args.no_auto_create, default_partitions=args.partitions),
+        schema_registry=args.schema_registry,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -150,6 +156,8 @@ async def serve(args: argparse.Namespace) -> int:
         return 1
     try:
         print(f"listening on {cluster.bootstrap}", flush=True)
+        if args.schema_registry:
+            print(f"schema registry on {cluster.schema_registry_url}", flush=True)
         await stop.wait()
     finally:
         await cluster.close()

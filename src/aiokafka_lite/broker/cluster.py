@@ -67,6 +67,9 @@ class EmbeddedCluster:
     ``features`` sets finalized feature levels (default: Kafka 4.4's, i.e.
     ``{"transaction.version": 2}``); ``features={"transaction.version": 1}`` is a cluster
     whose transaction protocol was set back to version 1 (see :meth:`set_feature`).
+    ``schema_registry=True`` also serves an ``EmbeddedSchemaRegistry`` (needs the
+    ``[schemas]`` extra) on a free port of ``host`` for the cluster's lifetime; its
+    address is :attr:`schema_registry_url`.
     """
 
     def __init__(
@@ -88,6 +91,7 @@ class EmbeddedCluster:
         racks: Sequence[str | None] | None = None,
         advertised_ports: Sequence[int] | None = None,
         features: Mapping[str, int] | None = None,
+        schema_registry: bool = False,
     ) -> None:
         if brokers < 1:
             raise ConfigError("a cluster needs at least one broker")
@@ -133,6 +137,8 @@ class EmbeddedCluster:
         self._started = False
         self._services_started: list[Service] = []
         self.optional_parts: dict[str, bool] = {}
+        self._want_schema_registry = schema_registry
+        self._schema_registry: Any = None  # EmbeddedSchemaRegistry while running
 
     @staticmethod
     def _check_feature(name: str, level: int) -> None:
@@ -192,9 +198,19 @@ class EmbeddedCluster:
             for svc in list(self.state.services.values()):
                 await svc.start()
                 self._services_started.append(svc)
+            if self._want_schema_registry:
+                await self._start_schema_registry()
         except BaseException:
             await self.close()
             raise
+
+    async def _start_schema_registry(self) -> None:
+        # Imported here: the registry needs the optional [schemas] extra.
+        from aiokafka_lite.integrations.schema_registry.embedded import EmbeddedSchemaRegistry
+
+        registry = EmbeddedSchemaRegistry(host=self.host)
+        await registry.start()
+        self._schema_registry = registry
 
     def _register_optional_parts(self) -> None:
         for modname, fname in _OPTIONAL_PARTS:
@@ -235,6 +251,9 @@ class EmbeddedCluster:
             except Exception:
                 log.exception("stopping %r failed", svc)
         self._services_started.clear()
+        if self._schema_registry is not None:
+            registry, self._schema_registry = self._schema_registry, None
+            await registry.stop()
         if self.state.storage is not None:
             self.state.storage.close()
             self.state.storage = None
@@ -257,6 +276,15 @@ class EmbeddedCluster:
     @property
     def bootstrap_servers(self) -> list[str]:
         return [b.address for b in self.brokers if b.running]
+
+    @property
+    def schema_registry_url(self) -> str:
+        """``http://host:port`` of the cluster's schema registry (``schema_registry=True``)."""
+        if self._schema_registry is None:
+            if not self._want_schema_registry:
+                raise ConfigError("this cluster has no schema registry: pass schema_registry=True")
+            raise IllegalStateError("the cluster's schema registry runs only while the cluster is started")
+        return str(self._schema_registry.url)
 
     def broker(self, node_id: int) -> BrokerServer:
         for b in self.brokers:

@@ -41,6 +41,15 @@ Fixtures:
     compare against the real broker in every run (the differential suite). Topics and
     groups are deleted after each test that used it.
 
+``schema_registry_url``
+    The URL of a Confluent-compatible schema registry for this test. Given
+    ``--schema-registry-url=URL`` (a real registry, e.g. Confluent's or Apicurio's
+    ``/apis/ccompat/v7``), that URL in every mode. Otherwise a fresh
+    ``EmbeddedSchemaRegistry`` per test (``[schemas]`` extra), run on its own loop in a
+    thread so that asyncio, trio and blocking clients all reach it; with ``--kafka=apache``
+    (or container/external) it runs beside the real Kafka, because a registry is a separate
+    HTTP service Kafka does not ship: the records on the broker are the same bytes whichever
+    registry handed out the schema ids.
 ``kafka_cluster`` and ``kafka_cluster_factory`` are async: use them from a test run by
 pytest-asyncio (``@pytest.mark.asyncio``, strict or auto mode, no configuration needed)
 or by anyio's plugin (``@pytest.mark.anyio``). The embedded broker runs on asyncio only:
@@ -83,6 +92,7 @@ __all__ = [
     "kafka_cluster_factory",
     "kafka_mode",
     "kafka_threaded_cluster_factory",
+    "schema_registry_url",
 ]
 
 DEFAULT_CONTAINER_IMAGE = "confluentinc/cp-kafka:7.6.0"
@@ -107,6 +117,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         metavar="HOST:PORT",
         help="use an external Kafka cluster at these bootstrap servers",
+    )
+    group.addoption(
+        "--schema-registry-url",
+        default=os.environ.get("AIOKAFKA_LITE_SCHEMA_REGISTRY_URL"),
+        metavar="URL",
+        help="schema registry for the schema_registry_url fixture (default: an embedded registry per test)",
     )
     group.addoption(
         "--kafka-image",
@@ -347,6 +363,19 @@ def kafka_bootstrap(request: pytest.FixtureRequest) -> Iterator[str]:
         yield tc.bootstrap
     finally:
         tc.close()
+
+
+@pytest.fixture
+def schema_registry_url(pytestconfig: pytest.Config) -> Iterator[str]:
+    """A schema registry's URL for this test (see the module docstring)."""
+    given = pytestconfig.getoption("--schema-registry-url")
+    if given:
+        yield str(given)
+        return
+    from aiokafka_lite.integrations.schema_registry.embedded import EmbeddedSchemaRegistry
+
+    with EmbeddedSchemaRegistry.in_thread() as registry:
+        yield registry.url
 
 
 @pytest.fixture
