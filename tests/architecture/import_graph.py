@@ -29,6 +29,7 @@ LAYERS: dict[str, int] = {
     "admin": 3,
     "processing": 4,
     "integrations": 5,
+    "compat": 5,
     "cli": 6,
 }
 #: Outside the layers: the embedded broker (a server beside the client) and the test

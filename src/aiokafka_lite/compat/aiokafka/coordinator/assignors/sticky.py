@@ -1,0 +1,9 @@
+from aiokafka_lite.compat.aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
+
+__all__ = ["StickyPartitionAssignor"]
+
+
+class StickyPartitionAssignor(AbstractPartitionAssignor):
+    """Selects the native ``sticky`` assignor."""
+
+    name = "sticky"

@@ -1,0 +1,3 @@
+from aiokafka_lite.compat.aiokafka.producer.producer import AIOKafkaProducer
+
+__all__ = ["AIOKafkaProducer"]
