@@ -78,10 +78,12 @@ if TYPE_CHECKING:
     from aiokafka_lite.wire.message import Request, Response
 
 __all__ = [
+    "TRANSACTION_VERSION_FEATURE",
     "ErrorKind",
     "GroupMetadataLike",
     "TransactionContext",
     "TransactionManager",
+    "TransactionProtocol",
     "Transactions",
     "TxnState",
     "check_config",
@@ -93,11 +95,20 @@ log = logging.getLogger("aiokafka_lite.producer.transactions")
 T = TypeVar("T")
 
 # Newest versions with transaction protocol 1 semantics (see module doc).
-_MAX_INIT_PRODUCER_ID: Final = 5
+_MAX_INIT_PRODUCER_ID: Final = 5  # v6 adds two-phase commit (KIP-939), not spoken
 _MAX_ADD_PARTITIONS: Final = 3  # v4+ are broker-to-broker (KIP-890)
 _MAX_ADD_OFFSETS: Final = 4
-_MAX_END_TXN: Final = 4
-_MAX_TXN_OFFSET_COMMIT: Final = 4
+_MAX_END_TXN_V1: Final = 4
+_MAX_TXN_OFFSET_COMMIT_V1: Final = 4
+# Transactions V2 (KIP-890 part 2): EndTxn v5 bumps the epoch and returns it;
+# TxnOffsetCommit v5 adds the group's offsets partition implicitly (v6 names topics by id).
+_MAX_END_TXN_V2: Final = 5
+_MAX_TXN_OFFSET_COMMIT_V2: Final = 5
+
+#: The finalized feature that selects the transaction protocol (KIP-890), and the level
+#: from which the client speaks Transactions V2 (as Java 4.x).
+TRANSACTION_VERSION_FEATURE: Final = "transaction.version"
+_TV2_LEVEL: Final = 2
 
 _NOT_COORDINATOR: Final = E.NotCoordinatorError.code
 _COORDINATOR_NOT_AVAILABLE: Final = E.CoordinatorNotAvailableError.code
@@ -143,6 +154,19 @@ _SOURCES: Final[dict[TxnState, frozenset[TxnState]]] = {
 }
 #: States in which the open transaction's batches may be sent.
 _SENDING: Final = frozenset({S.IN_TRANSACTION, S.COMMITTING})
+
+
+class TransactionProtocol(enum.Enum):
+    """Which transaction protocol the open (or next) transaction uses (see module doc)."""
+
+    V1 = 1
+    V2 = 2
+
+    @classmethod
+    def from_features(cls, finalized: Mapping[str, int]) -> TransactionProtocol:
+        """V2 when the cluster finalized ``transaction.version >= 2``, V1 otherwise (an
+        older broker, or a cluster set back to level 1 with kafka-features.sh)."""
+        return cls.V2 if finalized.get(TRANSACTION_VERSION_FEATURE, 0) >= _TV2_LEVEL else cls.V1
 
 
 class ErrorKind(enum.Enum):
@@ -226,9 +250,14 @@ class TransactionManager(IdempotenceManager):
         self._abort_error: BaseException | None = None
         self.on_change: Callable[[], None] | None = None
         self.on_new_partitions: Callable[[], None] | None = None
+        #: Chosen from the finalized ``transaction.version`` at init and again at every
+        #: begin (the level can change while the producer runs, as Java re-checks it).
+        self.protocol = TransactionProtocol.V1
         # Counters (observability, tests).
         self.committed = 0
         self.aborted = 0
+        #: Epoch bumps taken from EndTxn responses (Transactions V2).
+        self.end_txn_bumps = 0
 
     # -- state --------------------------------------------------------------------------
 
@@ -306,20 +335,84 @@ class TransactionManager(IdempotenceManager):
         self._require("initialize transactions", S.UNINITIALIZED)
         self._transition(S.INITIALIZING)
 
-    def init_done(self, producer_id: int, epoch: int) -> None:
+    def init_done(
+        self, producer_id: int, epoch: int, finalized_features: Mapping[str, int] | None = None
+    ) -> None:
         self.set_producer_id_and_epoch(producer_id, epoch)
+        if finalized_features is not None:
+            self.protocol = TransactionProtocol.from_features(finalized_features)
         self._transition(S.READY)
 
-    def begin(self) -> None:
+    def begin(self, finalized_features: Mapping[str, int] | None = None) -> None:
+        """Open a transaction; ``finalized_features`` (the cluster's current levels)
+        re-selects the protocol, which then stays fixed until the transaction ends."""
         self._require("begin a transaction", S.READY)
+        if finalized_features is not None:
+            protocol = TransactionProtocol.from_features(finalized_features)
+            if protocol is not self.protocol:
+                log.info(
+                    "transactional id %s: transaction protocol %s -> %s (finalized transaction.version %s)",
+                    self.transactional_id,
+                    self.protocol.name,
+                    protocol.name,
+                    finalized_features.get(TRANSACTION_VERSION_FEATURE),
+                )
+                self.protocol = protocol
         self._reset_transaction()
         self._transition(S.IN_TRANSACTION)
+
+    @property
+    def is_v2(self) -> bool:
+        return self.protocol is TransactionProtocol.V2
+
+    @property
+    def end_txn_max_version(self) -> int:
+        return _MAX_END_TXN_V2 if self.is_v2 else _MAX_END_TXN_V1
+
+    @property
+    def txn_offset_commit_max_version(self) -> int:
+        return _MAX_TXN_OFFSET_COMMIT_V2 if self.is_v2 else _MAX_TXN_OFFSET_COMMIT_V1
 
     def check_send_offsets(self) -> None:
         self._require("send offsets to the transaction", S.IN_TRANSACTION)
 
     def needs_add_offsets(self, group_id: str) -> bool:
-        return group_id not in self._groups
+        """V1: AddOffsetsToTxn once per group. V2: never (TxnOffsetCommit v5 adds the
+        group's offsets partition to the transaction itself)."""
+        return not self.is_v2 and group_id not in self._groups
+
+    def offsets_sending(self, group_id: str) -> None:
+        """V2: a TxnOffsetCommit is about to be sent; once it may have reached the
+        coordinator, the transaction may have started."""
+        if self.is_v2:
+            self.maybe_started = True
+
+    def offsets_committed(self, group_id: str) -> None:
+        """V2: TxnOffsetCommit v5 succeeded, so the transaction has started."""
+        if self.is_v2:
+            self._groups.add(group_id)
+            self.started = True
+
+    def end_txn_succeeded(self, producer_id: int, epoch: int) -> None:
+        """EndTxn succeeded. V2: the coordinator bumped the epoch (or, at the epoch's end,
+        gave a new producer id at epoch 0); every partition starts again at sequence 0.
+        V1: the response carries no id (-1), nothing changes."""
+        if not self.is_v2:
+            return
+        if producer_id < 0 or epoch < 0:
+            raise E.IllegalStateError(
+                f"EndTxn v5 of {self.transactional_id!r} succeeded without a producer id/epoch "
+                f"({producer_id}, {epoch})"
+            )
+        log.debug(
+            "transactional id %s: EndTxn bumped producer %s to id %d epoch %d",
+            self.transactional_id,
+            tuple(self.producer),
+            producer_id,
+            epoch,
+        )
+        self.set_producer_id_and_epoch(producer_id, epoch)
+        self.end_txn_bumps += 1
 
     def offsets_added(self, group_id: str) -> None:
         self._groups.add(group_id)
@@ -396,6 +489,12 @@ class TransactionManager(IdempotenceManager):
     def on_batch_created(self, batch: ProducerBatch) -> None:
         tp = batch.tp
         if tp in self._added or tp in self._pending or tp in self._new:
+            return
+        if self.is_v2:
+            # Produce v12+ adds the partition to the transaction itself: its batches may
+            # go at once, and the transaction has started (EndTxn is needed to end it).
+            self._added.add(tp)
+            self.started = True
             return
         self._new.add(tp)
         if self.on_new_partitions is not None:
@@ -721,17 +820,20 @@ class Transactions:
             )
 
         try:
-            await self._txn_send(
+            resp = await self._txn_send(
                 build,
                 lambda r: r.error_code if isinstance(r, EndTxnResponse) else -1,
                 EndTxnRequest.API_KEY,
-                _MAX_END_TXN,
+                m.end_txn_max_version,
                 "EndTxn(commit)" if commit else "EndTxn(abort)",
             )
         except E.InvalidTxnStateError:
             if commit or m.started:
                 raise
             # Only an interrupted AddPartitionsToTxn suggested a transaction: there was none.
+            return
+        assert isinstance(resp, EndTxnResponse)
+        m.end_txn_succeeded(resp.producer_id, resp.producer_epoch)
 
     # -- init / begin --------------------------------------------------------------------------
 
@@ -751,7 +853,8 @@ class Transactions:
         except E.KafkaError as exc:
             m.fail_fatal(exc)  # not initialized: nothing else can be done
             raise
-        m.init_done(*m.producer)
+        m.init_done(*m.producer, finalized_features=self._client_of().finalized_features())
+        log.info("transactional id %s: transaction protocol %s", self._tid, m.protocol.name)
 
     def begin(self) -> None:
         op = self._op
@@ -759,7 +862,7 @@ class Transactions:
             if not op[1].done():
                 raise E.IllegalStateError(f"cannot begin a transaction while {op[0]} is in progress")
             self._op = None  # a new transaction: the previous outcome is no longer asked for
-        self.manager.begin()
+        self.manager.begin(self._client_of().finalized_features())
 
     # -- AddPartitionsToTxn ---------------------------------------------------------------------
 
@@ -864,7 +967,9 @@ class Transactions:
                 )
                 m.offsets_added(group.group_id)
             if offsets:
+                m.offsets_sending(group.group_id)
                 await self._txn_offset_commit(offsets, group)
+                m.offsets_committed(group.group_id)
         except E.KafkaError as exc:
             raise m.handle_error(exc) from None
 
@@ -926,7 +1031,7 @@ class Transactions:
                 build,
                 error_of,
                 TxnOffsetCommitRequest.API_KEY,
-                _MAX_TXN_OFFSET_COMMIT,
+                m.txn_offset_commit_max_version,
                 "TxnOffsetCommit",
                 final_codes=_GENERATION_ERRORS,
             )
@@ -996,11 +1101,17 @@ class Transactions:
             assert m.last_error is not None
             raise _fresh(m.last_error)
         try:
-            if m.needs_end_txn:
-                await self._end_txn(commit=False)
-            if m.bump_required:
-                await self._init_producer_id(m.producer)
-                m.epoch_bumps += 1
+            if m.is_v2:
+                # EndTxn v5 bumps the epoch whether or not anything was added, which is
+                # also how a broken sequence gets its new epoch (no InitProducerId).
+                if m.needs_end_txn or m.bump_required:
+                    await self._end_txn(commit=False)
+            else:
+                if m.needs_end_txn:
+                    await self._end_txn(commit=False)
+                if m.bump_required:
+                    await self._init_producer_id(m.producer)
+                    m.epoch_bumps += 1
         except E.KafkaError as exc:
             m.fail_fatal(exc)  # the transaction cannot be ended: nothing else to fall back on
             raise
