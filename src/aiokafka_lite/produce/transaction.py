@@ -10,37 +10,60 @@ rules::
                                READY <- ABORTING <- ABORTABLE_ERROR
     (any state) -> FATAL_ERROR
 
-and the partitions of the open transaction: a partition's batches are sent only after
-AddPartitionsToTxn for it succeeded (``is_send_allowed``, consulted at drain time);
-a partition is registered when its first batch of the transaction is created
-(``on_batch_created``). Sequence numbers are never re-based locally as the idempotent
-producer does (KIP-360): a broken sequence makes the transaction abortable, and the
-abort asks the coordinator for a bumped epoch (InitProducerId with the current id and
-epoch), after which every partition starts again at sequence 0.
+and the partitions of the open transaction. Two transaction protocols are explicit
+states (``TransactionProtocol``), chosen from the cluster's finalized
+``transaction.version`` feature (ApiVersions) after InitProducerId and again at every
+``begin`` (fixed while a transaction is open), as Java 4.x does:
 
-``Transactions`` is the thin async shell: it sends InitProducerId, AddPartitionsToTxn,
-AddOffsetsToTxn and EndTxn to the transaction coordinator and TxnOffsetCommit (with
-the group generation and member id, KIP-447) to the group coordinator, over the shared
-client's coordinator lane, rediscovering coordinators and retrying retriable errors.
+* **V1** (level < 2: brokers before 4.0, or a cluster set back with kafka-features.sh):
+  a partition's batches are sent only after AddPartitionsToTxn for it succeeded
+  (``is_send_allowed``, consulted at drain time); a partition is registered when its
+  first batch of the transaction is created (``on_batch_created``). Offsets need
+  AddOffsetsToTxn once per group, then TxnOffsetCommit (up to v4); EndTxn up to v4 keeps
+  the epoch. A broken sequence makes the transaction abortable, and the abort asks the
+  coordinator for a bumped epoch (InitProducerId with the current id and epoch, KIP-360).
+* **V2** (KIP-890 part 2, level >= 2, the default of new Kafka 4.x clusters): Produce
+  v12+ adds a partition to the transaction itself, so a new partition's batches go at
+  once and no AddPartitionsToTxn is sent; TxnOffsetCommit v5 adds the group's offsets
+  partition (no AddOffsetsToTxn). EndTxn v5 ends every transaction, commit or abort,
+  with an epoch bump: the response's producer id and epoch (a new id at epoch 0 when the
+  epoch is exhausted) replace ours. The abort after a broken sequence gets its new epoch
+  from that EndTxn, not from InitProducerId. Late writes of the old epoch (a zombie, or
+  our own batch after a timeout) are refused by the partition leaders.
+
+In both, sequence numbers are never re-based locally as the idempotent producer does:
+after a new id or epoch every partition starts again at sequence 0.
+
+``Transactions`` is the thin async shell: it sends InitProducerId, AddPartitionsToTxn
+and AddOffsetsToTxn (V1) and EndTxn to the transaction coordinator and TxnOffsetCommit
+(with the group generation and member id, KIP-447) to the group coordinator, over the
+shared client's coordinator lane, rediscovering coordinators and retrying retriable
+errors (CONCURRENT_TRANSACTIONS, e.g. while the markers of the previous EndTxn are
+written, with a short first backoff as Java).
 
 Errors (see ``classify``):
 
 * *fatal* -- ``ProducerFencedError`` (a newer instance with the same transactional id
   took over, or the coordinator aborted our transaction after its timeout),
   ``InvalidProducerEpochError``, authorization failures for the transactional id or
-  cluster, ``InvalidTxnStateError``, unsupported versions: the producer is unusable;
+  cluster, ``InvalidTxnStateError`` (in V2 also an EndTxn commit after the coordinator
+  aborted the transaction on its timeout), unsupported versions: the producer is unusable;
   every later call raises the error again. Close it and create a new one.
 * *abortable* -- everything else that is not retriable (a record that could not be
-  delivered, ``CommitFailedError`` from a rebalance, topic/group authorization...):
+  delivered, ``CommitFailedError`` from a rebalance, topic/group authorization,
+  ``TransactionAbortableError`` (TRANSACTION_ABORTABLE) from Produce, TxnOffsetCommit
+  or EndTxn...):
   the operation raises it, later operations raise ``TransactionAbortableError``, and
   ``abort_transaction()`` brings the producer back to READY.
 * *retriable* errors (coordinator moved or loading, CONCURRENT_TRANSACTIONS,
   disconnects) are retried inside the operation.
 
-Deviations from the Java client: only transaction protocol version 1 (no KIP-890
-part 2: AddPartitionsToTxn up to v3, EndTxn and TxnOffsetCommit up to v4);
-``InvalidProducerEpochError`` from a produce response is fatal at once (Java first
-treats it as abortable and learns of the fencing at the abort).
+Deviations from the Java client: ``InvalidProducerEpochError`` from a produce response
+is fatal at once (Java first treats it as abortable and learns of the fencing at the
+abort); in V1 the producer's Produce requests are not capped at v11 as Java's are
+(harmless: the partitions are added before their batches are sent, and a broker keys
+the implicit add to the request version only for partitions not yet added);
+InitProducerId stays at v5 (v6 is KIP-939's two-phase commit, not supported).
 """
 
 from __future__ import annotations
