@@ -14,7 +14,10 @@ FENCED_LEADER_EPOCH may carry the new leader (``CurrentLeader``, with its addres
 response's ``NodeEndpoints``). As Java's ``Sender``, that leader goes into the cluster
 view at once when its epoch is newer than the cached one, and the batch is retried to it
 without waiting out the retry backoff or a metadata refresh; the refresh is still
-requested in the background.
+requested in the background. Likewise (as Java's ``RecordAccumulator``), a batch waiting
+out its retry backoff is sent at once when metadata shows its partition under a newer
+leader epoch than the one it was last sent under (a leader that crashed cannot answer
+with a hint; the refresh finds its successor).
 """
 
 from __future__ import annotations
@@ -124,6 +127,8 @@ class Sender:
         #: False: ignore the leaders produce responses name and wait for metadata, as
         #: clients before KIP-951 do (for comparisons, e.g. bench/leader_failover.py).
         self.use_leader_hints = True
+        #: Per partition, the leader epoch its last batch was sent under.
+        self._sent_epoch: dict[TopicPartition, int] = {}
         #: Sizes of acknowledged batches on the wire (bytes, after compression) and in records.
         self.batch_bytes = Histogram(BATCH_BYTES_BUCKETS)
         self.batch_records = Histogram(BATCH_RECORDS_BUCKETS)
@@ -194,7 +199,7 @@ class Sender:
         try:
             # Only the sending half of a pass: expiry, metadata and idempotence upkeep
             # stay with the sender task's own passes.
-            self._topics.update(self._client.cluster)
+            self._update_metadata(now)
             delay, unknown_leader = self._send_ready(now)
         except Exception:
             log.exception("producer send pass failed")
@@ -257,7 +262,7 @@ class Sender:
     def _run_once(self, now: float) -> float:
         """One pass; returns how long to sleep (ms) unless woken earlier."""
         acc = self._acc
-        self._topics.update(self._client.cluster)
+        self._update_metadata(now)
         delay = math.inf
         idem = self._idem
         if idem is not None:
@@ -295,7 +300,26 @@ class Sender:
             delay = min(delay, self._cfg.retry_backoff_ms)
         if acc.in_flight or acc.has_queued:
             delay = min(delay, max(acc.next_expiry_ms(now), 1.0))
+        if acc.has_queued and self.use_leader_hints:
+            # Nothing wakes the sender when a metadata refresh lands: look at least every
+            # retry_backoff_ms, so a batch backing off from a lost leader goes to its
+            # successor soon after metadata names it (see _update_metadata).
+            delay = min(delay, self._cfg.retry_backoff_ms)
         return delay
+
+    def _update_metadata(self, now: float) -> None:
+        """Take a new cluster snapshot in; batches backing off from a partition whose
+        leader epoch rose since they were sent retry now (KIP-951, as Java)."""
+        if not self._topics.update(self._client.cluster) or not self.use_leader_hints:
+            return
+        cluster = self._client.cluster
+        for tp, sent_epoch in self._sent_epoch.items():
+            epoch = cluster.leader_epoch(tp)
+            if epoch > sent_epoch:
+                self._sent_epoch[tp] = epoch
+                for batch in self._acc.queue(tp).batches:
+                    if batch.in_retry and batch.retry_at_ms > now:
+                        batch.retry_at_ms = now
 
     def _send_ready(self, now: float) -> tuple[float, bool]:
         """Drain and send whatever is sendable; ``(ms until more may be, unknown leader)``."""
@@ -392,6 +416,7 @@ class Sender:
     def _send(self, node: int, batches: list[ProducerBatch], now: float) -> None:
         by_topic: dict[str, ProduceRequest.TopicProduceData] = {}
         topics = self._topics.topics
+        cluster = self._client.cluster
         version: int | None = None  # negotiated by the client
         for batch in batches:
             topic = batch.tp.topic
@@ -402,6 +427,7 @@ class Sender:
                 if topic_id == ZERO_UUID:
                     version = _LAST_VERSION_WITH_TOPIC_NAMES  # no id known: name the topic
                 td = by_topic[topic] = ProduceRequest.TopicProduceData(name=topic, topic_id=topic_id)
+            self._sent_epoch[batch.tp] = cluster.leader_epoch(batch.tp)
             td.partition_data.append(
                 ProduceRequest.PartitionProduceData(index=batch.tp.partition, records=batch.buffer)
             )
