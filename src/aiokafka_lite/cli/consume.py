@@ -17,11 +17,13 @@ from aiokafka_lite.cli._common import (
     Bootstrap,
     ClientOptions,
     err_console,
+    fail,
     parse_client_options,
     parse_timestamp,
     run_async,
 )
 from aiokafka_lite.cli._format import DEFAULT_FORMAT, FormatError, compile_format, record_to_json
+from aiokafka_lite.cli._schemas import SchemaTextError, ValueDecoder, value_decoder
 from aiokafka_lite.consume import Consumer, ConsumerConfig, Record
 from aiokafka_lite.core.errors import ConfigError, UnknownTopicOrPartitionError
 from aiokafka_lite.core.structs import TopicPartition
@@ -122,6 +124,42 @@ async def _consume(
     exit_at_end: bool,
     idle_timeout: float | None,
     grouped: bool,
+    schema_registry: str | None = None,
+) -> int:
+    if schema_registry is None:
+        return await _consume_records(
+            consumer, admin, topic, partitions, start, render, out, count, exit_at_end, idle_timeout, grouped
+        )
+    async with value_decoder(schema_registry) as decoder:
+        return await _consume_records(
+            consumer,
+            admin,
+            topic,
+            partitions,
+            start,
+            render,
+            out,
+            count,
+            exit_at_end,
+            idle_timeout,
+            grouped,
+            decoder,
+        )
+
+
+async def _consume_records(
+    consumer: Consumer,
+    admin: Admin,
+    topic: str,
+    partitions: list[int] | None,
+    start: _Start,
+    render: Callable[[Record], bytes],
+    out: BinaryIO,
+    count: int | None,
+    exit_at_end: bool,
+    idle_timeout: float | None,
+    grouped: bool,
+    decoder: ValueDecoder | None = None,
 ) -> int:
     seen = 0
     ends: dict[TopicPartition, int] = {}
@@ -137,7 +175,12 @@ async def _consume(
             batch = await consumer.getmany(timeout_ms=POLL_MS, max_records=room)
             if batch:
                 last_data = loop.time()
-                chunks = [render(r) for recs in batch.values() for r in recs]
+                records = [r for recs in batch.values() for r in recs]
+                if decoder is not None:
+                    # Decoded before anything is printed or committed: a record that cannot be
+                    # decoded stops the command before its batch counts as consumed.
+                    records = [r._replace(value=await decoder.decode(r.value)) for r in records]
+                chunks = [render(r) for r in records]
                 seen += len(chunks)
                 try:
                     out.write(b"".join(chunks))
@@ -219,6 +262,15 @@ def consume(
         bool, typer.Option("--read-committed", help="Skip aborted transactional records.")
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary line on stderr.")] = False,
+    schema_registry: Annotated[
+        str | None,
+        typer.Option(
+            "--schema-registry",
+            metavar="URL",
+            help="Decode each value (Avro or JSON Schema, Confluent wire format) by its schema id "
+            "with this registry and print it as JSON.",
+        ),
+    ] = None,
     option: ClientOptions = None,
 ) -> None:
     """Consume records and print them: one value per line by default, or --format / --json."""
@@ -257,20 +309,24 @@ def consume(
         admin = Admin(bootstrap, **client_options)
     except ConfigError as exc:
         raise typer.BadParameter(str(exc), param_hint="-X") from None
-    seen = run_async(
-        _consume(
-            consumer,
-            admin,
-            topic,
-            partition,
-            start,
-            render,
-            sys.stdout.buffer,
-            count,
-            exit_at_end,
-            idle_timeout,
-            group is not None,
+    try:
+        seen = run_async(
+            _consume(
+                consumer,
+                admin,
+                topic,
+                partition,
+                start,
+                render,
+                sys.stdout.buffer,
+                count,
+                exit_at_end,
+                idle_timeout,
+                group is not None,
+                schema_registry,
+            )
         )
-    )
+    except SchemaTextError as exc:
+        fail(str(exc))
     if not quiet:
         err_console().print(f"consumed {seen:,} records from {topic}")

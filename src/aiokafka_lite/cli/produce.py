@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import os
 import sys
 import time
@@ -23,6 +24,7 @@ from aiokafka_lite.cli._common import (
     parse_key_values,
     run_async,
 )
+from aiokafka_lite.cli._schemas import CLI_SCHEMA_TYPES, SchemaTextError, ValueEncoder, value_encoder
 from aiokafka_lite.core.errors import ConfigError, UnknownTopicOrPartitionError
 from aiokafka_lite.net import ClientConfig
 from aiokafka_lite.produce import BatchResult, Producer, ProducerConfig
@@ -153,12 +155,20 @@ async def _produce(
     headers: list[tuple[str, bytes]],
     partition: int | None,
     progress: _Progress,
+    schemas: tuple[str, str | None, str | None] | None = None,
 ) -> tuple[int, int, float]:
     records = 0
     nbytes = 0
     pending: collections.deque[BatchResult] = collections.deque()
     await _check_topic(bootstrap, options, topic)
-    async with Producer(bootstrap, **options) as producer:
+    encoder: ValueEncoder | None = None
+    async with contextlib.AsyncExitStack() as stack:
+        if schemas is not None:
+            # The schema is registered or looked up before the first line is read.
+            encoder = await stack.enter_async_context(
+                value_encoder(schemas[0], topic, schemas[1], schemas[2])
+            )
+        producer = await stack.enter_async_context(Producer(bootstrap, **options))
         start = time.perf_counter()
         try:
             while True:
@@ -167,6 +177,18 @@ async def _produce(
                     break
                 nbytes += sum(map(len, chunk))
                 values, keys = _split_lines(chunk, key_sep)
+                failure: SchemaTextError | None = None
+                if encoder is not None:
+                    # The lines before a bad one are produced; the bad one and the rest are not.
+                    encoded: list[bytes] = []
+                    for v in values:
+                        try:
+                            encoded.append(encoder.encode(v, records + len(encoded) + 1))
+                        except SchemaTextError as exc:
+                            failure = exc
+                            break
+                    values = encoded
+                    keys = keys[: len(encoded)] if keys is not None else None
                 if values:
                     hdrs = [headers] * len(values) if headers else None
                     pending.append(
@@ -175,6 +197,12 @@ async def _produce(
                         )
                     )
                     records += len(values)
+                if failure is not None:
+                    await producer.flush()
+                    for result in pending:
+                        await result.wait()
+                        _check(result)
+                    raise failure
                 # Report delivery errors early and keep the number of result objects bounded.
                 while pending and (pending[0].done() or len(pending) > MAX_PENDING_CHUNKS):
                     await pending[0].wait()
@@ -226,9 +254,44 @@ def produce(
         ),
     ] = True,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary line.")] = False,
+    schema_registry: Annotated[
+        str | None,
+        typer.Option(
+            "--schema-registry",
+            metavar="URL",
+            help="Each line is JSON, written as Avro or JSON Schema with this registry's schema "
+            "(Confluent wire format).",
+        ),
+    ] = None,
+    value_schema: Annotated[
+        str | None,
+        typer.Option(
+            "--value-schema",
+            metavar="FILE|@SUBJECT",
+            help="With --schema-registry: a schema file (registered under TOPIC-value) or @SUBJECT "
+            "(its latest version). Default: the latest version of TOPIC-value.",
+        ),
+    ] = None,
+    schema_type: Annotated[
+        str | None,
+        typer.Option(
+            "--schema-type",
+            help="AVRO or JSON: the --value-schema file's type (default: .avsc or an Avro type "
+            "says AVRO, else JSON).",
+        ),
+    ] = None,
     option: ClientOptions = None,
 ) -> None:
     """Produce one record per line of stdin (or --file). Blank lines are skipped."""
+    if schema_registry is None and (value_schema is not None or schema_type is not None):
+        raise typer.BadParameter("--value-schema and --schema-type need --schema-registry URL")
+    if schema_type is not None:
+        schema_type = schema_type.upper()
+        if schema_type not in CLI_SCHEMA_TYPES:
+            raise typer.BadParameter(
+                f"must be one of {', '.join(CLI_SCHEMA_TYPES)}", param_hint="--schema-type"
+            )
+    schemas = (schema_registry, value_schema, schema_type) if schema_registry is not None else None
     if key_separator == "":
         raise typer.BadParameter("must not be empty", param_hint="--key-separator")
     key_sep = _unescape(key_separator).encode() if key_separator else None
@@ -254,8 +317,10 @@ def produce(
     progress = _Progress(show_progress and sys.stdout.isatty(), total)
     try:
         records, _, elapsed = run_async(
-            _produce(stream, topic, bootstrap, options, key_sep, headers, partition, progress)
+            _produce(stream, topic, bootstrap, options, key_sep, headers, partition, progress, schemas)
         )
+    except SchemaTextError as exc:
+        fail(str(exc))
     finally:
         if file is not None:
             stream.close()
