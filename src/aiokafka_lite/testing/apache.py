@@ -477,7 +477,8 @@ class ApacheCluster:
     (a test proxy in front of each broker). ``dynamic_quorum=True`` formats a KIP-853
     dynamic quorum (``--initial-controllers``, each node's ``directory_id`` chosen by the
     launcher) instead of a static ``controller.quorum.voters`` one, so voters can be
-    removed and added (Kafka 3.9+). The control methods are
+    removed and added (Kafka 3.9+). ``features`` (name -> level) are formatted in
+    (``--feature``, e.g. ``{"transaction.version": 1}``). The control methods are
     synchronous (they block on an admin client running on a private thread), so they
     work from sync and async tests alike; the ``async`` broker lifecycle methods mirror
     ``EmbeddedCluster``'s.
@@ -498,7 +499,11 @@ class ApacheCluster:
         sasl_mechanisms: Sequence[str] = _SASL_MECHANISMS,
         advertised_ports: Sequence[int] | None = None,
         dynamic_quorum: bool = False,
+        features: Mapping[str, int] | None = None,
     ) -> None:
+        # Feature levels set at format time (``kafka-storage format --feature name=level``),
+        # e.g. {"transaction.version": 1} for a cluster without Transactions V2.
+        self._features = dict(features or {})
         if brokers < 1:
             raise ApacheKafkaError("a cluster needs at least one broker")
         if advertised_ports is not None and len(advertised_ports) != brokers:
@@ -586,6 +591,8 @@ class ApacheCluster:
             configs["controller.quorum.bootstrap.servers"] = ",".join(
                 f"{n.host}:{n.controller_port}" for n in self.nodes
             )
+        for name, level in self._features.items():
+            format_args += ["--feature", f"{name}={level}"]
         try:
             for n in self.nodes:
                 n.write_config(quorum, configs, security)
