@@ -13,7 +13,15 @@ One ``Client`` serves a Producer, a Consumer and an Admin alike. It owns:
   unexpected disconnects, with concurrent refreshes coalesced into one request;
 * the coordinator cache (``CoordinatorLookup`` in coordinators.py: FindCoordinator,
   batched for brokers that support it);
-* every background task it starts; ``close()`` cancels and awaits all of them.
+* every background task it starts; ``close()`` cancels and awaits all of them;
+* recovery when the brokers it knows are gone (KIP-899, KIP-1102; ``rebootstrap.py``
+  decides when): with ``metadata_recovery_strategy='rebootstrap'`` it drops every broker
+  learned from metadata and starts again from ``bootstrap_servers``, whose names are
+  resolved anew at that point (``client_dns_lookup``). Unlike Java, which replaces its
+  whole metadata cache by the bootstrap nodes, the topic layout is kept until the next
+  Metadata response replaces it, so a consumer's subscription does not see its topics
+  vanish for the moment of the rebootstrap; requests to a dropped broker fail as
+  retriable connection errors meanwhile. Callers keep their deadlines throughout.
 
 ``send`` is a single attempt; ``retry`` wraps an operation with backoff-and-deadline
 retries of retriable errors, refreshing metadata when an error says it is stale. Every
@@ -39,6 +47,7 @@ from aiokafka_lite.net.connection import (
     BrokerConnection,
     Opener,
     api_name,
+    canonical_host_names,
     describe_error,
     negotiate_version,
 )
@@ -54,6 +63,7 @@ from aiokafka_lite.net.metadata import (
     apply_metadata,
     topic_error,
 )
+from aiokafka_lite.net.rebootstrap import REBOOTSTRAP_REQUIRED, RebootstrapPolicy
 from aiokafka_lite.net.retry import Backoff, Retry
 from aiokafka_lite.wire.message import Request, Response
 from aiokafka_lite.wire.messages import (
@@ -196,11 +206,12 @@ class Client:
         self._hooks = HookDispatcher()
         self._cluster = ClusterMetadata()
         self._nodes: dict[int, _Node] = {}
-        for i, (host, port) in enumerate(self._bootstrap):
-            node_id = -1 - i
-            self._nodes[node_id] = _Node(
-                node_id, host, port, BrokerStats(self.config.metrics_latency_samples)
-            )
+        self._install_seeds(self._bootstrap)
+        #: When to go back to the bootstrap servers (KIP-899/KIP-1102).
+        self.rebootstrap_policy = RebootstrapPolicy(
+            enabled=self.config.metadata_recovery_strategy == "rebootstrap",
+            trigger_s=self.config.metadata_recovery_rebootstrap_trigger_ms / 1000,
+        )
         self._owner: _backend.TaskOwner | None = None  # made at start(), for the running library
         self._topics: set[str] = set()
         self._coordinators = CoordinatorLookup(self._find_coordinators, self._spawn, self.retry_backoff)
@@ -408,6 +419,51 @@ class Client:
             node.backoff_until = 0.0
         return node
 
+    def _install_seeds(self, servers: Sequence[tuple[str, int]]) -> None:
+        """Make the bootstrap servers the nodes with ids -1, -2, ... (fresh, no backoff)."""
+        for seed_id in [n for n in self._nodes if n < 0]:
+            self._drop_node(seed_id, "bootstrap servers reinstalled")
+        for i, (host, port) in enumerate(servers):
+            node_id = -1 - i
+            self._nodes[node_id] = _Node(
+                node_id, host, port, BrokerStats(self.config.metrics_latency_samples)
+            )
+
+    def _drop_node(self, node_id: int, why: str) -> None:
+        node = self._nodes.pop(node_id, None)
+        if node is None:
+            return
+        self._coordinators.forget_node(node_id)
+        for lane, conn in node.open_conns():
+            node.lanes[lane].conn = None
+            conn.close(E.KafkaConnectionError(f"node {node_id} ({node.host}:{node.port}) dropped: {why}"))
+
+    async def _rebootstrap(self, reason: str) -> None:
+        """Forget every broker learned from metadata and start over from the bootstrap
+        servers, resolving their names again (KIP-899, KIP-1102)."""
+        servers: list[tuple[str, int]] = list(self._bootstrap)
+        if self.config.client_dns_lookup == "resolve_canonical_bootstrap_servers_only":
+            resolved: list[tuple[str, int]] = []
+            for host, port in self._bootstrap:
+                try:
+                    names = await canonical_host_names(host, port)
+                except E.KafkaConnectionError as exc:
+                    log.debug("rebootstrap: %s", exc)
+                    continue
+                resolved.extend((name, port) for name in names if (name, port) not in resolved)
+            servers = resolved or servers
+        log.info(
+            "rebootstrapping from %s: %s",
+            ",".join(f"{h}:{p}" for h, p in servers),
+            reason,
+        )
+        for node_id in [n for n in self._nodes if n >= 0]:
+            self._drop_node(node_id, "rebootstrap")
+        self._install_seeds(servers)
+        old = self._cluster
+        self._cluster = ClusterMetadata(topics=dict(old.topics))
+        self.rebootstrap_policy.rebootstrapped(_backend.loop().time())
+
     def _on_conn_close(self, conn: BrokerConnection, exc: BaseException | None) -> None:
         node = self._nodes.get(conn.node_id)
         if node is None:
@@ -507,6 +563,11 @@ class Client:
         if self._closed:
             conn.close(E.ClosedError("client closed"))
             raise E.ClosedError("client closed")
+        if self._nodes.get(node.node_id) is not node:
+            # A rebootstrap dropped the node while it was connecting: nobody owns this
+            # connection any more (it would never be reaped or closed).
+            conn.close(E.KafkaConnectionError(f"node {node.node_id} was dropped by a rebootstrap"))
+            raise E.KafkaConnectionError(f"node {node.node_id} was dropped by a rebootstrap")
         node.failures = 0
         slot.conn = conn
         node.api_versions = conn.api_versions
@@ -757,11 +818,13 @@ class Client:
         loop = _backend.loop()
         deadline = loop.time() + self.config.request_timeout_ms / 1000
         self._last_refresh_attempt = loop.time()
+        self.rebootstrap_policy.attempt_started(loop.time())
         tried: set[int] = set()
         retry = Retry(self.retry_backoff, clock=loop.time, deadline=deadline)
         last: BaseException | None = None
         while True:
             node_id, lane = self._pick(exclude=tried, lanes=_ALL_LANES)
+            error_code = 0
             try:
                 conn = await self._connection(node_id, deadline, lane)
                 version = conn.version_for(_METADATA_KEY)
@@ -774,11 +837,25 @@ class Client:
                 )
                 resp = await conn.send(req, version, timeout_s=max(deadline - loop.time(), 0.001))
                 assert isinstance(resp, MetadataResponse)
+                error_code = resp.error_code
+                if error_code:  # the top-level error of Metadata v13+ (KIP-1102)
+                    raise E.error_for(error_code, f"Metadata from node {node_id}")
             except E.KafkaError as exc:
-                if not exc.retriable:
+                # REBOOTSTRAP_REQUIRED is not retriable as an error, but a Metadata
+                # answer carrying it is a failed attempt (another node, or rebootstrap).
+                if not exc.retriable and error_code != REBOOTSTRAP_REQUIRED:
                     raise
                 last = exc
                 tried.add(node_id)
+                reason = self.rebootstrap_policy.after_failure(
+                    loop.time(),
+                    known_brokers=set(self._cluster.brokers),
+                    failed=tried,
+                    error_code=error_code,
+                )
+                if reason is not None:
+                    await self._rebootstrap(reason)
+                    tried.clear()
                 if bootstrap and not self._cluster.brokers and all(n in tried for n in self._nodes):
                     servers = ",".join(f"{h}:{p}" for h, p in self._bootstrap)
                     raise E.NoBrokersAvailableError(
@@ -796,6 +873,7 @@ class Client:
                 await _backend.sleep(delay)
                 continue
             self._apply_metadata(resp, full=topics is None, via=conn)
+            self.rebootstrap_policy.succeeded()
             return self._cluster
 
     def _apply_metadata(

@@ -14,11 +14,22 @@ from typing import Literal
 
 from aiokafka_lite import __version__
 from aiokafka_lite.core.errors import ConfigError
-from aiokafka_lite.core.options import Options, at_least, between, non_empty, option
+from aiokafka_lite.core.options import Options, at_least, between, non_empty, one_of, option
 
-__all__ = ["DEFAULT_MAX_RESPONSE_SIZE", "ClientConfig", "SecurityProtocol", "TokenProvider"]
+__all__ = [
+    "DEFAULT_MAX_RESPONSE_SIZE",
+    "ClientConfig",
+    "ClientDnsLookup",
+    "MetadataRecoveryStrategy",
+    "SecurityProtocol",
+    "TokenProvider",
+]
 
 SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
+#: KIP-899: what the client does once it cannot refresh metadata from the brokers it knows.
+MetadataRecoveryStrategy = Literal["rebootstrap", "none"]
+#: KIP-235/KIP-302: how bootstrap and broker host names are resolved.
+ClientDnsLookup = Literal["use_all_dns_ips", "resolve_canonical_bootstrap_servers_only"]
 
 #: Async callable returning a fresh OAUTHBEARER token (called for every (re-)authentication).
 TokenProvider = Callable[[], Awaitable[str]]
@@ -87,6 +98,32 @@ class ClientConfig(Options):
         "Largest response frame accepted; bigger ones are refused before "
         "allocation and close the connection.",
         between(1024, 2**31 - 1),
+    )
+    metadata_recovery_strategy: MetadataRecoveryStrategy = option(
+        "rebootstrap",
+        "What to do when metadata cannot be refreshed from the brokers the client knows "
+        "(KIP-899, KIP-1102; Java 4.x default 'rebootstrap'): 'rebootstrap' drops the known "
+        "brokers and starts again from bootstrap_servers, resolving their names anew, when "
+        "every known broker is unreachable, when no refresh succeeded for "
+        "metadata_recovery_rebootstrap_trigger_ms, or when a broker answers "
+        "REBOOTSTRAP_REQUIRED; 'none' keeps the known brokers (bootstrap servers stay a "
+        "last resort, their names resolved again on each connect).",
+        one_of("rebootstrap", "none"),
+    )
+    metadata_recovery_rebootstrap_trigger_ms: float = option(
+        300000,
+        "With metadata_recovery_strategy='rebootstrap': rebootstrap once metadata refreshes "
+        "have been failing for this long (KIP-1102), even while some known broker still "
+        "accepts connections.",
+        at_least(0),
+    )
+    client_dns_lookup: ClientDnsLookup = option(
+        "use_all_dns_ips",
+        "'use_all_dns_ips' (Java's default) connects to every address a host name resolves "
+        "to in turn until one answers; 'resolve_canonical_bootstrap_servers_only' also "
+        "replaces each bootstrap name, at every (re)bootstrap, by the canonical names of its "
+        "addresses (reverse lookup; for Kerberos/SASL host-based principals).",
+        one_of("use_all_dns_ips", "resolve_canonical_bootstrap_servers_only"),
     )
     allow_auto_topic_creation: bool = option(
         True, "Let metadata requests for unknown topics create them (if the broker allows it)."
