@@ -28,6 +28,7 @@ async def main(bootstrap: str) -> None:
     batches: list[list[str]] = []
     acked: list[str] = []
     done = asyncio.Event()
+    ack_done = asyncio.Event()
 
     @broker.subscriber(topic_batch, batch=True, auto_offset_reset="earliest")
     async def on_batch(body: list[str]) -> None:
@@ -40,6 +41,7 @@ async def main(bootstrap: str) -> None:
         if body == "ack-me":
             await msg.ack()
             acked.append(body)
+            ack_done.set()
 
     publisher = broker.publisher(topic_batch)
     async with broker:
@@ -48,8 +50,7 @@ async def main(bootstrap: str) -> None:
             await publisher.publish(f"m{i}")
         await broker.publish("ack-me", topic_ack)
         await asyncio.wait_for(done.wait(), 30)
-        while not acked:
-            await asyncio.sleep(0.05)
+        await asyncio.wait_for(ack_done.wait(), 30)
     assert [m for b in batches for m in b] == [f"m{i}" for i in range(5)]
     async with Consumer(bootstrap, group_id=group) as consumer:
         assert await consumer.committed(TopicPartition(topic_ack, 0)) == 1
