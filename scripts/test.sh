@@ -9,7 +9,7 @@
 # Kafka, newest pinned 4.x (--kafka=apache); (3) a smaller client subset against Kafka
 # 4.0.x, then the share-group suites (and the Schema Registry's Kafka end-to-end tests)
 # against the newest 4.x, then tests/kafka4 (Kafka 4.x protocol tests on clusters of their
-# own). (1), (2) and (3) run side by side.
+# own) and tests/differential. (1), (2) and (3) run side by side.
 # AIOKAFKA_LITE_APACHE_PASSES=0 skips passes 2 and 3 (quick local runs; CI runs them all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -79,7 +79,9 @@ SHARE_SUITES=(tests/share/test_share_contract.py tests/share/test_share_consumer
     tests/share/test_share_referee.py tests/share/test_share_renew.py tests/schema_registry)
 # Kafka 4.x protocol tests that start clusters of their own (several nodes, chosen feature
 # levels, a broker-side metrics reporter): their own lane's tail, out of the embedded pass.
-KAFKA4_SUITES=(tests/kafka4)
+# The differential suite (the same requests to Apache Kafka 4.4 and the embedded broker) goes
+# with them: it starts its own Apache broker too.
+KAFKA4_SUITES=(tests/kafka4 tests/differential)
 
 # The Apache passes spend most of their time waiting (JVM start-up, group rebalances,
 # share-group joins, broker restarts), so they run beside the embedded pass rather than
@@ -101,7 +103,7 @@ apache_40_and_share_passes() {
     "${PYTEST[@]}" --kafka=apache --kafka-version=latest --durations=10 "${SHARE_SUITES[@]}" || return 1
     echo "(Apache Kafka latest, share groups: $((SECONDS - t0))s)"
     t0=$SECONDS
-    echo "== pytest: Kafka 4.x protocol tests on clusters of their own"
+    echo "== pytest: Kafka 4.x protocol tests on clusters of their own, the differential suite"
     "${PYTEST[@]}" --durations=10 "${KAFKA4_SUITES[@]}" || return 1
     echo "(Kafka 4.x protocol tests: $((SECONDS - t0))s)"
 }
@@ -118,8 +120,9 @@ fi
 echo "== pytest: everything, on the embedded broker"
 embedded_rc=0
 embedded_args=()
-# With the Apache lanes on, tests/kafka4 runs in one of them (it needs Apache Kafka anyway).
-[ "${#lanes[@]}" -gt 0 ] && embedded_args+=(--ignore=tests/kafka4)
+# With the Apache lanes on, tests/kafka4 and tests/differential run in one of them (they
+# start Apache Kafka anyway).
+[ "${#lanes[@]}" -gt 0 ] && embedded_args+=(--ignore=tests/kafka4 --ignore=tests/differential)
 "${PYTEST[@]}" "${embedded_args[@]}" || embedded_rc=$?
 echo "(embedded pass: ${SECONDS}s)"
 apache_rc=0
