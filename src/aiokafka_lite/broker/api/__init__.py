@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aiokafka_lite.broker.api import admin, fetch, log_offsets, meta, produce, quorum
+from aiokafka_lite.broker.api import admin, fetch, log_offsets, meta, produce, quorum, telemetry
 from aiokafka_lite.broker.context import HandlerRegistry, RequestContext
 from aiokafka_lite.broker.state import ClusterState
 from aiokafka_lite.wire.message import Request, Response
@@ -24,6 +24,7 @@ def register_core_handlers(registry: HandlerRegistry, state: ClusterState) -> No
     fetch.register(registry, state)
     log_offsets.register(registry)
     quorum.register(registry, state)
+    telemetry.register_telemetry_handlers(registry, state)
     registry.register(SaslHandshakeRequest.API_KEY, _connection_level, 0, SaslHandshakeRequest.MAX_VERSION)
     registry.register(
         SaslAuthenticateRequest.API_KEY, _connection_level, 0, SaslAuthenticateRequest.MAX_VERSION
