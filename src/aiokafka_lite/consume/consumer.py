@@ -53,6 +53,7 @@ from aiokafka_lite.core.health import Health, build_health
 from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.net import Client, ClientConfig, ClusterMetadata
 from aiokafka_lite.net.metadata import fatal_topic_error
+from aiokafka_lite.net.telemetry import TelemetryReporter, start_reporter
 
 __all__ = ["Consumer"]
 
@@ -217,6 +218,9 @@ class Consumer:
         )
         self._sub.add_listener(self)
         self._started = True
+        if cfg.enable_metrics_push:  # KIP-714: the consumer's lifetime owns the push task
+            group = (("group_id", cfg.group_id),) if cfg.group_id is not None else ()
+            self._telemetry = start_reporter(self._client, "consumer", self.metrics, group)
         try:
             await self._refresh_subscription_metadata()
             self._fetcher.start()
@@ -277,8 +281,12 @@ class Consumer:
             if self._fetcher is not None:
                 await self._fetcher.close()
             self._sub.remove_listener(self)
+            if self._telemetry is not None:  # the terminating push, before the client closes
+                await self._telemetry.stop(self._client.config.request_timeout_ms / 1000)
             if self._own_client:
                 await self._client.close()
+
+    _telemetry: TelemetryReporter | None = None
 
     async def __aenter__(self) -> Consumer:
         await self.start()

@@ -86,6 +86,12 @@ class ConsumerConfig(Options):
         "aiokafka_lite.integrations.otel.instrument() is in effect.",
         type_check=False,
     )
+    enable_metrics_push: bool = option(
+        True,
+        "Push this client's metrics to the cluster when an operator has set a client-metrics "
+        "subscription (KIP-714; GetTelemetrySubscriptions/PushTelemetry, OTLP payloads), as Java's "
+        "enable.metrics.push. Brokers without the APIs or without a subscription get nothing.",
+    )
     # -- group membership (read by the group coordinator) ---------------------------
     group_instance_id: str | None = option(None, "Static membership id (KIP-345).")
     session_timeout_ms: int = option(

@@ -69,6 +69,7 @@ __all__ = [
     "TelemetrySubscription",
     "encode_metrics_data",
     "standard_metrics",
+    "start_reporter",
 ]
 
 log = logging.getLogger(__name__)
@@ -629,3 +630,29 @@ class TelemetryReporter:
         task within its own close timeout (``concurrency.stop_task``)."""
         self.machine.initiate_close()
         self._wake.set()
+
+    def start(self) -> None:
+        """Run in a task of the client (its task group under trio): the client's lifetime
+        owns it."""
+        self._task: Any = self._client._spawn(self.run(), "aiokafka_lite.telemetry")
+
+    async def stop(self, grace_s: float) -> None:
+        """The terminating push within ``grace_s`` seconds, then the task's end."""
+        self.close()
+        task = getattr(self, "_task", None)
+        if task is not None:
+            await concurrency.stop_task(task, max(grace_s, 0.0))
+
+
+def start_reporter(
+    client: Any, kind: str, metrics: Callable[[], dict[str, Any]], resource: Sequence[tuple[str, str]] = ()
+) -> TelemetryReporter:
+    """A started reporter pushing ``kind``'s ("producer", "consumer") standard metrics."""
+    res = (
+        ("client_software_name", "aiokafka_lite"),
+        ("client_id", str(client.config.client_id)),
+        *resource,
+    )
+    reporter = TelemetryReporter(client, lambda: standard_metrics(kind, metrics()), resource=res)
+    reporter.start()
+    return reporter

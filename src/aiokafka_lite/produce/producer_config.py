@@ -196,6 +196,13 @@ class ProducerConfig(Options):
         type_check=False,
     )
 
+    enable_metrics_push: bool = option(
+        True,
+        "Push this client's metrics to the cluster when an operator has set a client-metrics "
+        "subscription (KIP-714; GetTelemetrySubscriptions/PushTelemetry, OTLP payloads), as Java's "
+        "enable.metrics.push. Brokers without the APIs or without a subscription get nothing.",
+    )
+
     def validate(self) -> None:
         for name in ("key_serializer", "value_serializer"):
             value = getattr(self, name)
