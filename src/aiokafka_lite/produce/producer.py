@@ -45,8 +45,6 @@ from aiokafka_lite.produce.accumulator import (
     BATCH_OVERHEAD,
     RECORD_OVERHEAD,
     BufferPool,
-    Bytes,
-    Headers,
     PartitionQueue,
     RecordAccumulator,
 )
@@ -79,6 +77,8 @@ __all__ = ["Producer"]
 
 log = logging.getLogger("aiokafka_lite.producer")
 
+Bytes = bytes | bytearray | memoryview
+Headers = Sequence[tuple[str, Bytes | None]]
 
 _SHARED_OPTIONS: Final = frozenset(
     {
@@ -187,8 +187,6 @@ class Producer:
             self._idem = TransactionManager(cfg.transactional_id, cfg.transaction_timeout_ms)
         else:
             self._idem = IdempotenceManager() if self._idempotent else None
-        if self._idem is not None:
-            self._acc.on_batch_created = self._idem.on_batch_created
         self._sender = self._new_sender()
         self._custom_partitioner = None if isinstance(cfg.partitioner, str) else cfg.partitioner
         self._keyed = cfg.partitioner == "default" and not cfg.partitioner_ignore_keys
@@ -653,9 +651,8 @@ class Producer:
         None when buffer memory is short; ``reserved`` is memory the caller already holds
         (used here, or given back). ``kick``: with linger 0, send the batch right away
         (not for bulk appends, which would otherwise send one record per batch)."""
-        acc = self._acc
         if q.open is not None:
-            acc.mark_full(q)  # may move the sticky partition on (KIP-794)
+            self._acc.mark_full(q)  # may move the sticky partition on (KIP-794)
             self._sender.wake()
             self._full_since_yield += 1
             sticky = state.sticky
@@ -663,17 +660,36 @@ class Producer:
                 p = sticky.current
                 if p != q.tp.partition:
                     q = state.queues[p]
-                    done = acc.try_append(q, ts, key, value, headers, reserved)
-                    if done is not None:
-                        return done
-        done = acc.append_new(q, ts, key, value, headers, size, reserved, _now_ms())
-        if done is None:
+                    app = q.append
+                    if app is not None and app(ts, key, value, headers or ()):
+                        if reserved:
+                            self._pool.release(reserved)
+                        tss = q.timestamps
+                        tss.append(ts)
+                        batch = q.open
+                        assert batch is not None
+                        return batch, len(tss) - 1
+        acc = self._acc
+        limit = acc.batch_limit(state.name, size)
+        if reserved:
+            if reserved < limit:
+                self._pool.release(reserved)
+                return None
+            limit = reserved
+        elif not self._pool.try_allocate(limit):
             return None
+        batch = acc.new_batch(q, limit, limit, _now_ms())
+        if self._idem is not None:
+            self._idem.on_batch_created(batch)
+        app = q.append
+        assert app is not None
+        app(ts, key, value, headers or ())  # the first record always fits
+        batch.timestamps.append(ts)
         if kick and self._linger_zero:
             self._sender.kick()  # sendable now: drain it from this task, no task switch
         else:
             self._sender.wake()  # starts the linger clock
-        return done
+        return batch, 0
 
     async def _state_for(self, topic: str, partition: int | None, deadline: float) -> TopicState:
         """The topic's state, waiting for its metadata (and for ``partition`` to exist)."""
@@ -710,14 +726,21 @@ class Producer:
                 raise self._refusal()
             p = partition if partition is not None else self._partition(state, key)
             q = state.queues[p]
-            done = self._acc.try_append(q, ts, key, value, headers, reserved)
-            if done is not None:
-                return done
+            app = q.append
+            if app is not None and app(ts, key, value, headers or ()):
+                if reserved:
+                    self._pool.release(reserved)
+                tss = q.timestamps
+                tss.append(ts)
+                batch = q.open
+                assert batch is not None
+                return batch, len(tss) - 1
             result = self._append_new(state, q, partition, key, value, headers, ts, size, reserved)
             if result is not None:
                 return result
+            reserved = self._acc.batch_limit(topic, size)
             remaining = (deadline - loop.time()) * 1000
-            reserved = await self._acc.reserve(topic, size, max(remaining, 0.0))
+            await self._pool.allocate(reserved, max(remaining, 0.0))
 
     async def _wait_for_topic(self, topic: str, partition: int | None, deadline: float) -> TopicState:
         loop = _backend.loop()
