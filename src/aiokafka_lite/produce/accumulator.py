@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Protocol
 
 from aiokafka_lite.core import concurrency as _backend
@@ -33,6 +33,10 @@ from aiokafka_lite.produce.batch import ProducerBatch
 from aiokafka_lite.produce.partitioner import UniformStickyPartitioner
 from aiokafka_lite.wire.compression import Compression
 from aiokafka_lite.wire.records import BatchBuilder
+
+#: What a record's key and value may be once serialized, and its headers.
+Bytes = bytes | bytearray | memoryview
+Headers = Sequence[tuple[str, Bytes | None]]
 
 __all__ = [
     "BATCH_OVERHEAD",
@@ -273,6 +277,9 @@ class RecordAccumulator:
         self.closing = False
         #: Called with a batch when it becomes sendable before its linger ends.
         self.on_ready: Callable[[], None] | None = None
+        #: Called with each batch :meth:`append_new` opens, before its first record
+        #: (idempotence/transactions register the partition).
+        self.on_batch_created: Callable[[ProducerBatch], None] | None = None
 
     # -- appending ------------------------------------------------------------------------
 
@@ -289,6 +296,71 @@ class RecordAccumulator:
             ratio = self.ratios.estimate(topic) * CompressionRatioEstimator.SAFETY
             limit = int(limit / ratio)
         return max(min(limit, self.max_request_size, self.pool.total), record_size + BATCH_OVERHEAD)
+
+    def try_append(
+        self,
+        q: PartitionQueue,
+        ts: int,
+        key: Bytes | None,
+        value: Bytes | None,
+        headers: Headers | None,
+        reserved: int = 0,
+    ) -> tuple[ProducerBatch, int] | None:
+        """Append one record to ``q``'s open batch: ``(batch, index)``, or None when there
+        is no open batch or it is full. ``reserved``: buffer memory the caller holds for a
+        new batch, given back when the record fits the open one."""
+        app = q.append
+        if app is None or not app(ts, key, value, headers or ()):
+            return None
+        if reserved:
+            self.pool.release(reserved)
+        tss = q.timestamps
+        tss.append(ts)
+        batch = q.open
+        assert batch is not None
+        return batch, len(tss) - 1
+
+    def append_new(
+        self,
+        q: PartitionQueue,
+        ts: int,
+        key: Bytes | None,
+        value: Bytes | None,
+        headers: Headers | None,
+        size: int,
+        reserved: int,
+        now_ms: float,
+    ) -> tuple[ProducerBatch, int] | None:
+        """Open a new batch on ``q`` for a record of (bounded) ``size`` and append it as the
+        batch's first record: ``(batch, 0)``. The memory comes from ``reserved`` (what the
+        caller already holds, at least the batch limit) or from the pool without waiting;
+        None (and ``reserved`` given back) when the pool is short: the caller waits with
+        :meth:`reserve` and tries again."""
+        limit = self.batch_limit(q.tp.topic, size)
+        if reserved:
+            if reserved < limit:
+                self.pool.release(reserved)
+                return None
+            limit = reserved
+        elif not self.pool.try_allocate(limit):
+            return None
+        batch = self.new_batch(q, limit, limit, now_ms)
+        on_created = self.on_batch_created
+        if on_created is not None:
+            on_created(batch)
+        app = q.append
+        assert app is not None
+        app(ts, key, value, headers or ())  # the first record always fits
+        batch.timestamps.append(ts)
+        return batch, 0
+
+    async def reserve(self, topic: str, size: int, timeout_ms: float) -> int:
+        """Wait up to ``timeout_ms`` for the buffer memory of a new batch whose first record
+        is ``size``; returns the bytes reserved (hand them to :meth:`append_new` or
+        :meth:`try_append`, which use or give them back)."""
+        reserved = self.batch_limit(topic, size)
+        await self.pool.allocate(reserved, timeout_ms)
+        return reserved
 
     def new_batch(self, q: PartitionQueue, limit: int, reserved: int, now_ms: float) -> ProducerBatch:
         """Open a new batch on ``q`` (memory already reserved by the caller)."""
