@@ -295,6 +295,7 @@ class ApacheNode:
         heap: str,
         internal_port: int | None = None,
         advertised_port: int | None = None,
+        extra_classpath: Sequence[str] = (),
     ) -> None:
         self.node_id = node_id
         self.dir = workdir / f"node-{node_id}"
@@ -311,6 +312,7 @@ class ApacheNode:
         # The metadata log directory id given at format time (ApacheCluster(dynamic_quorum=True)).
         self.directory_id: uuid.UUID | None = None
         self._classpath = classpath
+        self._extra_classpath = tuple(extra_classpath)
         self._heap = heap
         self._proc: subprocess.Popen[bytes] | None = None
 
@@ -374,7 +376,7 @@ class ApacheNode:
             "-Dorg.slf4j.simpleLogger.showDateTime=true",
             "-Dorg.slf4j.simpleLogger.log.org.apache.kafka.clients=warn",
             "-cp",
-            f"{self._classpath}/*",
+            os.pathsep.join([f"{self._classpath}/*", *self._extra_classpath]),
             main,
             *args,
         ]
@@ -500,10 +502,13 @@ class ApacheCluster:
         advertised_ports: Sequence[int] | None = None,
         dynamic_quorum: bool = False,
         features: Mapping[str, int] | None = None,
+        extra_classpath: Sequence[str | os.PathLike[str]] = (),
     ) -> None:
         # Feature levels set at format time (``kafka-storage format --feature name=level``),
         # e.g. {"transaction.version": 1} for a cluster without Transactions V2.
         self._features = dict(features or {})
+        # Jars or class directories after Kafka's (a broker-side plugin a test compiled).
+        self._extra_classpath = tuple(str(p) for p in extra_classpath)
         if brokers < 1:
             raise ApacheKafkaError("a cluster needs at least one broker")
         if advertised_ports is not None and len(advertised_ports) != brokers:
@@ -560,6 +565,7 @@ class ApacheCluster:
                     if security.secured or self._advertised_ports is not None
                     else None,
                     advertised_port=self._advertised_ports[i] if self._advertised_ports else None,
+                    extra_classpath=self._extra_classpath,
                 )
             )
         quorum = ",".join(f"{n.node_id}@{n.host}:{n.controller_port}" for n in self.nodes)
