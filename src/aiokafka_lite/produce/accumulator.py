@@ -23,7 +23,7 @@ import asyncio
 import math
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Protocol
+from typing import Any, Final, Protocol
 
 from aiokafka_lite.core import concurrency as _backend
 from aiokafka_lite.core.errors import KafkaTimeoutError, ProducerClosedError
@@ -33,6 +33,9 @@ from aiokafka_lite.produce.batch import ProducerBatch
 from aiokafka_lite.produce.partitioner import UniformStickyPartitioner
 from aiokafka_lite.wire.compression import Compression
 from aiokafka_lite.wire.records import BatchBuilder
+
+#: :meth:`RecordAccumulator.append_run`'s answer when every record was appended.
+RUN_END: Final = object()
 
 #: What a record's key and value may be once serialized, and its headers.
 Bytes = bytes | bytearray | memoryview
@@ -353,6 +356,58 @@ class RecordAccumulator:
         app(ts, key, value, headers or ())  # the first record always fits
         batch.timestamps.append(ts)
         return batch, 0
+
+    def append_run(
+        self,
+        q: PartitionQueue,
+        ts: int,
+        keys: Sequence[Bytes | None] | None,
+        values: Any,
+        items: Iterator[Any],
+        on_run: Callable[[ProducerBatch, int, int], object],
+        on_type_error: Callable[[Bytes | None, Any], object],
+    ) -> Any:
+        """The bulk append: records from ``items`` into ``q``'s open batch, in order, until
+        one does not fit. Without ``keys``, ``items`` yields the values themselves (keyless
+        records); with them, indexes into ``keys`` and ``values``. ``on_run(batch, first,
+        n)`` hears of the records appended (also when a bad record raises); returns the
+        item that did not fit (it starts a new batch: :meth:`append_new`), or
+        :data:`RUN_END` when ``items`` ran out. A record of a type the builder refuses goes
+        to ``on_type_error(key, value)``, which raises the descriptive error."""
+        app = q.append
+        if app is None:
+            return next(items, RUN_END)
+        tss = q.timestamps
+        first = len(tss)
+        n = 0
+        item: Any = RUN_END
+        carry: Any = RUN_END
+        try:
+            if keys is None:
+                for item in items:
+                    if not app(ts, None, item, ()):
+                        carry = item
+                        break
+                    n += 1
+            else:
+                for item in items:
+                    if not app(ts, keys[item], values[item], ()):
+                        carry = item
+                        break
+                    n += 1
+        except TypeError:
+            if keys is None:
+                on_type_error(None, item)
+            else:
+                on_type_error(keys[item], values[item])
+            raise
+        finally:
+            if n:
+                tss.extend([ts] * n)
+                batch = q.open
+                assert batch is not None
+                on_run(batch, first, n)
+        return carry
 
     async def reserve(self, topic: str, size: int, timeout_ms: float) -> int:
         """Wait up to ``timeout_ms`` for the buffer memory of a new batch whose first record

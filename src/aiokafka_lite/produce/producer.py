@@ -44,7 +44,10 @@ from aiokafka_lite.net.telemetry import TelemetryReporter, start_reporter
 from aiokafka_lite.produce.accumulator import (
     BATCH_OVERHEAD,
     RECORD_OVERHEAD,
+    RUN_END,
     BufferPool,
+    Bytes,
+    Headers,
     PartitionQueue,
     RecordAccumulator,
 )
@@ -77,8 +80,6 @@ __all__ = ["Producer"]
 
 log = logging.getLogger("aiokafka_lite.producer")
 
-Bytes = bytes | bytearray | memoryview
-Headers = Sequence[tuple[str, Bytes | None]]
 
 _SHARED_OPTIONS: Final = frozenset(
     {
@@ -95,8 +96,6 @@ _time = time.time
 _new_future = object.__new__
 #: A producer loop that never suspends yields to the sender after this many full batches.
 _YIELD_EVERY_FULL_BATCHES: Final = 8
-#: End-of-iteration marker for the bulk path.
-_END: Final = object()
 
 
 def _bulk_timestamp(timestamp_ms: int | None) -> int:
@@ -187,6 +186,8 @@ class Producer:
             self._idem = TransactionManager(cfg.transactional_id, cfg.transaction_timeout_ms)
         else:
             self._idem = IdempotenceManager() if self._idempotent else None
+        if self._idem is not None:
+            self._acc.on_batch_created = self._idem.on_batch_created
         self._sender = self._new_sender()
         self._custom_partitioner = None if isinstance(cfg.partitioner, str) else cfg.partitioner
         self._keyed = cfg.partitioner == "default" and not cfg.partitioner_ignore_keys
@@ -651,8 +652,9 @@ class Producer:
         None when buffer memory is short; ``reserved`` is memory the caller already holds
         (used here, or given back). ``kick``: with linger 0, send the batch right away
         (not for bulk appends, which would otherwise send one record per batch)."""
+        acc = self._acc
         if q.open is not None:
-            self._acc.mark_full(q)  # may move the sticky partition on (KIP-794)
+            acc.mark_full(q)  # may move the sticky partition on (KIP-794)
             self._sender.wake()
             self._full_since_yield += 1
             sticky = state.sticky
@@ -660,36 +662,17 @@ class Producer:
                 p = sticky.current
                 if p != q.tp.partition:
                     q = state.queues[p]
-                    app = q.append
-                    if app is not None and app(ts, key, value, headers or ()):
-                        if reserved:
-                            self._pool.release(reserved)
-                        tss = q.timestamps
-                        tss.append(ts)
-                        batch = q.open
-                        assert batch is not None
-                        return batch, len(tss) - 1
-        acc = self._acc
-        limit = acc.batch_limit(state.name, size)
-        if reserved:
-            if reserved < limit:
-                self._pool.release(reserved)
-                return None
-            limit = reserved
-        elif not self._pool.try_allocate(limit):
+                    done = acc.try_append(q, ts, key, value, headers, reserved)
+                    if done is not None:
+                        return done
+        done = acc.append_new(q, ts, key, value, headers, size, reserved, _now_ms())
+        if done is None:
             return None
-        batch = acc.new_batch(q, limit, limit, _now_ms())
-        if self._idem is not None:
-            self._idem.on_batch_created(batch)
-        app = q.append
-        assert app is not None
-        app(ts, key, value, headers or ())  # the first record always fits
-        batch.timestamps.append(ts)
         if kick and self._linger_zero:
             self._sender.kick()  # sendable now: drain it from this task, no task switch
         else:
             self._sender.wake()  # starts the linger clock
-        return batch, 0
+        return done
 
     async def _state_for(self, topic: str, partition: int | None, deadline: float) -> TopicState:
         """The topic's state, waiting for its metadata (and for ``partition`` to exist)."""
@@ -726,21 +709,14 @@ class Producer:
                 raise self._refusal()
             p = partition if partition is not None else self._partition(state, key)
             q = state.queues[p]
-            app = q.append
-            if app is not None and app(ts, key, value, headers or ()):
-                if reserved:
-                    self._pool.release(reserved)
-                tss = q.timestamps
-                tss.append(ts)
-                batch = q.open
-                assert batch is not None
-                return batch, len(tss) - 1
+            done = self._acc.try_append(q, ts, key, value, headers, reserved)
+            if done is not None:
+                return done
             result = self._append_new(state, q, partition, key, value, headers, ts, size, reserved)
             if result is not None:
                 return result
-            reserved = self._acc.batch_limit(topic, size)
             remaining = (deadline - loop.time()) * 1000
-            await self._pool.allocate(reserved, max(remaining, 0.0))
+            reserved = await self._acc.reserve(topic, size, max(remaining, 0.0))
 
     async def _wait_for_topic(self, topic: str, partition: int | None, deadline: float) -> TopicState:
         loop = _backend.loop()
@@ -922,42 +898,18 @@ class Producer:
             return result
         ts = _bulk_timestamp(timestamp_ms)
         add_run = result._add_run
+        append_run = self._acc.append_run
         it = iter(values)
         sticky = state.sticky
         queues = state.queues
         while True:
             q = queues[partition if partition is not None else sticky.current]  # type: ignore[union-attr]
-            app = q.append
-            if app is not None:
-                tss = q.timestamps
-                start = len(tss)
-                n = 0
-                carry: Any = _END
-                try:
-                    for value in it:
-                        if not app(ts, None, value, ()):
-                            carry = value
-                            break
-                        n += 1
-                except TypeError:
-                    self._checked(None, value)  # raises the descriptive TypeError
-                    raise
-                finally:
-                    if n:
-                        tss.extend([ts] * n)
-                        batch = q.open
-                        assert batch is not None
-                        add_run(batch, start, n)
-                if carry is _END:
-                    self._sender.wake()
-                    return result
-                # The open batch is full: the carried record starts a new one (maybe on
-                # another partition, KIP-794), through the per-record path below.
-            else:
-                carry = next(it, _END)
-                if carry is _END:
-                    self._sender.wake()
-                    return result
+            carry = append_run(q, ts, None, None, it, add_run, self._checked)
+            if carry is RUN_END:
+                self._sender.wake()
+                return result
+            # The open batch is full (or there is none): the carried record starts a new
+            # one (maybe on another partition, KIP-794), through the per-record path below.
             if self._refused:
                 raise self._refusal()
             if timestamp_ms is None:
@@ -991,6 +943,7 @@ class Producer:
         ts = _bulk_timestamp(timestamp_ms)
         order, ends = group_by_key_partition(keys, state.partition_count)
         add_run = result._add_run
+        append_run = self._acc.append_run
         start = 0
         try:
             for p, end in enumerate(ends):
@@ -1000,34 +953,9 @@ class Producer:
                 start = end
                 q = state.queues[p]
                 while True:
-                    app = q.append
-                    carry: Any = _END
-                    if app is not None:
-                        tss = q.timestamps
-                        first = len(tss)
-                        n = 0
-                        i = -1
-                        try:
-                            for i in indexes:
-                                if not app(ts, keys[i], values[i], ()):
-                                    carry = i
-                                    break
-                                n += 1
-                        except TypeError:
-                            self._checked(keys[i], values[i])  # raises the descriptive TypeError
-                            raise
-                        finally:
-                            if n:
-                                tss.extend([ts] * n)
-                                batch = q.open
-                                assert batch is not None
-                                add_run(batch, first, n)
-                        if carry is _END:
-                            break
-                    else:
-                        carry = next(indexes, _END)
-                        if carry is _END:
-                            break
+                    carry = append_run(q, ts, keys, values, indexes, add_run, self._checked)
+                    if carry is RUN_END:
+                        break
                     # The open batch is full (or there is none): the carried record starts
                     # a new one, waiting for buffer memory if it must.
                     if self._refused:
