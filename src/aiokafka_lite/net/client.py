@@ -583,7 +583,8 @@ class Client:
         Ready connections with the fewest requests in flight first (so a quick request
         need not wait behind a long-polling Fetch when another connection is idle),
         then known brokers not in backoff (reachable ones first), then bootstrap
-        servers (re-bootstrap), then whichever node's backoff ends first.
+        servers (only while no broker is known: at start and after a rebootstrap),
+        then whichever node's backoff ends first.
         """
         now = _backend.loop().time()
         excluded = set(exclude)
@@ -611,10 +612,15 @@ class Client:
             ]
             return random.choice(connecting or [n for n in idle if n.connected] or idle).node_id, first
         seeds = [n for n in brokers if n.node_id < 0]
+        if known:
+            # As Java: once the cluster's brokers are known, the bootstrap servers are
+            # used again only by a rebootstrap (``_rebootstrap``, never with
+            # metadata_recovery_strategy='none'), which forgets the known brokers.
+            seeds = []
         idle = [n for n in seeds if n.backoff_until <= now]
         if idle:
             return idle[0].node_id, first
-        pool = members or seeds or brokers
+        pool = members or seeds or [n for n in self._nodes.values() if n.node_id in known] or brokers
         return min(pool, key=lambda n: n.backoff_until).node_id, first
 
     # ------------------------------------------------------------------ requests
