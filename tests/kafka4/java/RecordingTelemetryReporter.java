@@ -6,7 +6,8 @@
 //
 // Kafka 4.4 has two entry points: ClientTelemetryExporterProvider (newer) and
 // ClientTelemetry (older, deprecated); the reporter implements both and the broker
-// calls whichever it uses.
+// calls whichever it uses. Lines marked "4.4+" are dropped by the test for releases
+// without the newer interface (4.0).
 
 import java.io.FileWriter;
 import java.io.IOException;
@@ -19,14 +20,16 @@ import java.util.Set;
 import org.apache.kafka.common.metrics.KafkaMetric;
 import org.apache.kafka.common.metrics.MetricsReporter;
 import org.apache.kafka.server.telemetry.ClientTelemetry;
-import org.apache.kafka.server.telemetry.ClientTelemetryExporter;
-import org.apache.kafka.server.telemetry.ClientTelemetryExporterProvider;
+import org.apache.kafka.server.telemetry.ClientTelemetryExporter; // 4.4+
+import org.apache.kafka.server.telemetry.ClientTelemetryExporterProvider; // 4.4+
 import org.apache.kafka.server.telemetry.ClientTelemetryPayload;
 import org.apache.kafka.server.telemetry.ClientTelemetryReceiver;
 
 @SuppressWarnings("deprecation")
 public class RecordingTelemetryReporter
-        implements MetricsReporter, ClientTelemetry, ClientTelemetryExporterProvider {
+        implements MetricsReporter, ClientTelemetry
+        , ClientTelemetryExporterProvider // 4.4+
+        {
 
     private volatile String path;
 
@@ -80,8 +83,8 @@ public class RecordingTelemetryReporter
         return (context, payload) -> record(payload);
     }
 
-    @Override
-    public ClientTelemetryExporter clientTelemetryExporter() {
-        return (context, payload) -> record(payload);
-    }
+    @Override // 4.4+
+    public ClientTelemetryExporter clientTelemetryExporter() { // 4.4+
+        return (context, payload) -> record(payload); // 4.4+
+    } // 4.4+
 }
