@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import re
+import signal
 import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
 
-from aiokafka_lite import Producer
+from aiokafka_lite import Consumer, Producer, TopicPartition
 from aiokafka_lite.testing.apache import ApacheCluster, _cache_root, _java, _mvn, kafka_classpath
 
 TOPIC = "txn-v2-log"
@@ -166,3 +168,73 @@ async def test_v1_keeps_the_epoch(tv1_cluster: ApacheCluster) -> None:
         batches = await asyncio.to_thread(dump_batches, tv1_cluster, partition)
         assert [c for _, c in batches] == [False, True] * len(OUTCOMES), batches
         assert {e for e, _ in batches} == {first}, batches
+
+
+_KILLED_INSTANCE = """
+import asyncio, sys
+from aiokafka_lite import Producer
+
+async def main(bootstrap, tid, topic):
+    async with Producer(bootstrap, transactional_id=tid, linger_ms=1) as p:
+        await p.begin_transaction()
+        await p.send_batch(topic, [b"r%d" % i for i in range(10)], partition=0)
+        print("written", flush=True)
+        await asyncio.sleep(3600)
+
+asyncio.run(main(*sys.argv[1:]))
+"""
+
+
+async def read_partition(bootstrap: str, topic: str, isolation: str) -> list[bytes | None]:
+    """Every record of partition 0 visible at ``isolation`` (up to its end offset)."""
+    tp = TopicPartition(topic, 0)
+    async with Consumer(bootstrap, isolation_level=isolation, auto_offset_reset="earliest") as c:
+        c.assign([tp])
+        end = (await c.end_offsets([tp]))[tp]
+        out: list[bytes | None] = []
+        async with asyncio.timeout(60):
+            while await c.position(tp) < end:
+                batch = await c.getmany(timeout_ms=1000)
+                out += [r.value for rs in batch.values() for r in rs]
+    return out
+
+
+async def test_sigkilled_instance_leaves_exactly_once(tv2_cluster: ApacheCluster) -> None:
+    await _sigkilled_instance_leaves_exactly_once(tv2_cluster, "tv2")
+
+
+async def test_sigkilled_instance_leaves_exactly_once_v1(tv1_cluster: ApacheCluster) -> None:
+    await _sigkilled_instance_leaves_exactly_once(tv1_cluster, "tv1")
+
+
+async def _sigkilled_instance_leaves_exactly_once(cluster: ApacheCluster, level: str) -> None:
+    """A process with a transactional producer is SIGKILLed with its records written and
+    the transaction open; a new instance with the same transactional_id fences it (its
+    InitProducerId aborts the open transaction), writes the same records again and commits:
+    read_committed sees each once, in both protocols."""
+    topic = f"txn-kill-{level}-{cluster.version}"
+    cluster.create_topic(topic, 1)
+    tid = f"killed-{level}"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        _KILLED_INSTANCE,
+        cluster.bootstrap,
+        tid,
+        topic,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert proc.stdout is not None
+        async with asyncio.timeout(120):
+            line = await proc.stdout.readline()
+        assert line.strip() == b"written"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        await proc.wait()
+    records = [b"r%d" % i for i in range(10)]
+    async with Producer(cluster.bootstrap, transactional_id=tid, linger_ms=1) as p:
+        async with p.transaction():
+            await p.send_batch(topic, records, partition=0)
+    assert await read_partition(cluster.bootstrap, topic, "read_committed") == records
+    assert await read_partition(cluster.bootstrap, topic, "read_uncommitted") == records + records
