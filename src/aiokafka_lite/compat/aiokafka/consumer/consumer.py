@@ -12,6 +12,8 @@ and a later ``commit()`` covers it) only once it has been returned to the caller
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -169,12 +171,33 @@ class AIOKafkaConsumer:
         self._coordinator = _CoordinatorView(self._consumer)
         self._subscription = _SubscriptionView(self._consumer)
         self._closed = False
+        self._start_wait_ms = request_timeout_ms
         if topics:
             self.subscribe(topics=topics)
 
     # -- lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
+        """Connect and, for a group subscription, wait until this member has joined and
+        the positions of its partitions are known (as aiokafka's ``start()`` waits for
+        the assignment): a record produced after ``start()`` returns is consumed even
+        with ``auto_offset_reset='latest'``. The wait is bounded by ``request_timeout_ms``
+        (aiokafka waits without a bound)."""
         await self._consumer.start()
+        if self._group_id is None or not self._consumer.subscription():
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._start_wait_ms / 1000
+        # The native consumer has no "joined" event: watch the generation it reports.
+        while True:
+            coordinator = self._consumer.coordinator
+            joined = coordinator is not None and coordinator.group_metadata().generation_id >= 0
+            if joined or loop.time() >= deadline:
+                break
+            await asyncio.sleep(0.01)
+        for tp in self._consumer.assignment():
+            remaining = max(0.0, deadline - loop.time()) * 1000
+            with contextlib.suppress(E.KafkaError):
+                await self._consumer.position(tp, timeout_ms=remaining)
 
     async def stop(self) -> None:
         if self._closed:
