@@ -47,6 +47,11 @@ IMPLEMENTED_APIS: Final[tuple[tuple[int, str, int], ...]] = (
     (21, "DeleteRecords", 2),
     (22, "InitProducerId", 6),
     (23, "OffsetForLeaderEpoch", 4),
+    # The transactional producer (produce/transaction.py) chooses lower versions by the
+    # cluster's finalized transaction.version (KIP-890): at level >= 2 it sends EndTxn v5 and
+    # TxnOffsetCommit v5 and no AddPartitionsToTxn/AddOffsetsToTxn; below, EndTxn and
+    # TxnOffsetCommit up to v4 and AddPartitionsToTxn up to v3 (v4+ are broker-to-broker).
+    # Its InitProducerId stays at v5 (v6 is KIP-939's two-phase commit).
     (24, "AddPartitionsToTxn", 5),
     (25, "AddOffsetsToTxn", 4),
     (26, "EndTxn", 5),
