@@ -39,8 +39,8 @@ IMPLEMENTED_APIS: Final[tuple[tuple[int, str, int], ...]] = (
     (16, "ListGroups", 5),
     (17, "SaslHandshake", 1),
     # v5 sends the cluster and node ids the client expects, for the broker to check
-    # (answered with REBOOTSTRAP_REQUIRED on a mismatch); the client neither tracks
-    # them per connection nor handles that error yet.
+    # (answered with REBOOTSTRAP_REQUIRED on a mismatch); the client does not send them
+    # (v4). REBOOTSTRAP_REQUIRED in a Metadata answer (v13) is handled: net/rebootstrap.py.
     (18, "ApiVersions", 4),
     (19, "CreateTopics", 7),
     (20, "DeleteTopics", 6),
