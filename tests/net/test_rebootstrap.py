@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -162,6 +163,24 @@ async def test_rebootstrap_required_sends_the_client_back_to_the_bootstrap_serve
             assert answers[1][0] < 0 and answers[1][1] == 0
             assert client.rebootstrap_policy.count == 1
             assert set(client.cluster.brokers) == known
+
+
+async def test_canonical_bootstrap_names_are_resolved_at_rebootstrap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """client_dns_lookup='resolve_canonical_bootstrap_servers_only': a rebootstrap replaces
+    the bootstrap address by the canonical name of what it resolves to, and goes on there."""
+    with _cluster() as tc:
+        host, port = _first_broker(tc)
+        try:
+            expected = socket.gethostbyaddr(host)[0]
+        except OSError:
+            expected = host  # no reverse name: Java's getCanonicalHostName gives the address
+        opts = {"client_dns_lookup": "resolve_canonical_bootstrap_servers_only"}
+        async with Client(f"{host}:{port}", **opts) as client:
+            answers = _metadata_answers(monkeypatch, rebootstrap_required=1)
+            await client.refresh_metadata(timeout_ms=60000)
+            assert client.rebootstrap_policy.count == 1
+            assert client.broker_address(-1) == (expected, port)
+            assert answers[-1][0] == -1 and answers[-1][1] == 0
 
 
 async def test_with_strategy_none_rebootstrap_required_keeps_the_known_brokers(

@@ -446,9 +446,11 @@ class Client:
             resolved: list[tuple[str, int]] = []
             for host, port in self._bootstrap:
                 try:
-                    names = await canonical_host_names(host, port)
-                except E.KafkaConnectionError as exc:
-                    log.debug("rebootstrap: %s", exc)
+                    # bounded as one connection attempt is: the refresh keeps its deadline
+                    async with _backend.timeout(self.config.socket_connection_setup_timeout_ms / 1000):
+                        names = await canonical_host_names(host, port)
+                except (E.KafkaConnectionError, TimeoutError) as exc:
+                    log.debug("rebootstrap: resolving %s:%s failed: %s", host, port, exc)
                     continue
                 resolved.extend((name, port) for name in names if (name, port) not in resolved)
             servers = resolved or servers
