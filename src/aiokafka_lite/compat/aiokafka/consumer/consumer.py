@@ -183,15 +183,19 @@ class AIOKafkaConsumer:
         with ``auto_offset_reset='latest'``. The wait is bounded by ``request_timeout_ms``
         (aiokafka waits without a bound)."""
         await self._consumer.start()
-        if self._group_id is None or not self._consumer.subscription():
+        if not self._consumer.subscription():
             return
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._start_wait_ms / 1000
-        # The native consumer has no "joined" event: watch the generation it reports.
+        # The native consumer has no "joined"/"assigned" event: watch the generation it
+        # reports (group) or the assignment it derives from metadata (no group).
         while True:
             coordinator = self._consumer.coordinator
-            joined = coordinator is not None and coordinator.group_metadata().generation_id >= 0
-            if joined or loop.time() >= deadline:
+            if coordinator is not None:
+                ready = coordinator.group_metadata().generation_id >= 0
+            else:
+                ready = bool(self._consumer.assignment())
+            if ready or loop.time() >= deadline:
                 break
             await asyncio.sleep(0.01)
         for tp in self._consumer.assignment():
