@@ -60,6 +60,7 @@ class _Traffic:
         self.phase = "old"
         self.errors: list[BaseException] = []
         self.changed = asyncio.Event()
+        self.tasks: list[asyncio.Task[None]] = []
 
     async def produce(self) -> None:
         n = 0
@@ -84,6 +85,14 @@ class _Traffic:
                     self.consumed[phase] = self.consumed.get(phase, 0) + 1
             self.changed.set()
 
+    async def stop(self) -> None:
+        """Stop the traffic and close both clients (idempotent)."""
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        await self.consumer.close()
+        await self.producer.close()
+
     async def until(self, phase: str, count: int) -> None:
         while self.acked.get(phase, 0) < count or self.consumed.get(phase, 0) < count:
             self.changed.clear()
@@ -103,15 +112,11 @@ async def _running(bootstrap: str, **options: object) -> AsyncIterator[_Traffic]
     await consumer.start()
     consumer.subscribe([TOPIC])
     traffic = _Traffic(producer, consumer)
-    tasks = [asyncio.create_task(traffic.produce()), asyncio.create_task(traffic.consume())]
+    traffic.tasks = [asyncio.create_task(traffic.produce()), asyncio.create_task(traffic.consume())]
     try:
         yield traffic
     finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        await consumer.close()
-        await producer.close()
+        await traffic.stop()
 
 
 async def test_clients_follow_a_cluster_replaced_behind_the_bootstrap_address() -> None:
@@ -127,6 +132,7 @@ async def test_clients_follow_a_cluster_replaced_behind_the_bootstrap_address() 
                 for client in (traffic.producer._client, traffic.consumer._client):
                     assert client.rebootstrap_policy.count >= 1
                     assert {b.port for b in client.cluster.brokers.values()} == _ports(new)
+                await traffic.stop()  # while the new cluster is up: close() commits and leaves
 
 
 def _metadata_answers(monkeypatch: pytest.MonkeyPatch, rebootstrap_required: int) -> list[tuple[int, int]]:
