@@ -28,6 +28,7 @@ import asyncio
 import contextlib
 import logging
 import re
+import time
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -262,6 +263,9 @@ class Consumer:
         await _backend.shield(self._close_task)
 
     async def _close(self) -> None:
+        # The group's leave and the terminating metrics push share one budget,
+        # default_api_timeout_ms, so close never waits longer than that for the network.
+        deadline = time.monotonic() + self.config.default_api_timeout_ms / 1000
         self._closing = True
         self._drop_chunk()
         if self._fetcher is not None:
@@ -282,7 +286,8 @@ class Consumer:
                 await self._fetcher.close()
             self._sub.remove_listener(self)
             if self._telemetry is not None:  # the terminating push, before the client closes
-                await self._telemetry.stop(self._client.config.request_timeout_ms / 1000)
+                left = max(0.0, deadline - time.monotonic())
+                await self._telemetry.stop(min(left, self._client.config.request_timeout_ms / 1000))
             if self._own_client:
                 await self._client.close()
 

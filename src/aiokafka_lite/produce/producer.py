@@ -416,6 +416,8 @@ class Producer:
         )
 
     async def _close(self, timeout: float | None, flush: bool) -> None:  # noqa: ASYNC109
+        # The terminating metrics push gets what is left of close's timeout, never more.
+        deadline = None if timeout is None else time.monotonic() + timeout
         self._closed = True
         self._refused = True
         self._pool.close()  # writers blocked on memory fail now
@@ -451,15 +453,15 @@ class Producer:
             if self._started:
                 await self._sender.stop()
             if self._telemetry is not None:  # the terminating push, before the client closes
-                await self._telemetry.stop(self._telemetry_grace_s(timeout))
+                await self._telemetry.stop(self._telemetry_grace_s(deadline))
             if self._own_client:
                 await self._client.close()
 
     _telemetry: TelemetryReporter | None = None
 
-    def _telemetry_grace_s(self, timeout: float | None) -> float:
+    def _telemetry_grace_s(self, deadline: float | None) -> float:
         limit = self._client.config.request_timeout_ms / 1000
-        return limit if timeout is None else min(timeout, limit)
+        return limit if deadline is None else max(0.0, min(deadline - time.monotonic(), limit))
 
     def _check_started(self) -> None:
         if not self._started:
