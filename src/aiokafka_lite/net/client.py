@@ -419,15 +419,17 @@ class Client:
             node.backoff_until = 0.0
         return node
 
-    def _install_seeds(self, servers: Sequence[tuple[str, int]]) -> None:
-        """Make the bootstrap servers the nodes with ids -1, -2, ... (fresh, no backoff)."""
+    def _install_seeds(self, servers: Sequence[tuple[str, int]], failures: int = 0) -> None:
+        """Make the bootstrap servers the nodes with ids -1, -2, ... (no backoff). ``failures``
+        carries the dropped brokers' state over a rebootstrap: a client none of whose brokers
+        answered is not "reachable" again (health) before a bootstrap server answers."""
         for seed_id in [n for n in self._nodes if n < 0]:
             self._drop_node(seed_id, "bootstrap servers reinstalled")
         for i, (host, port) in enumerate(servers):
             node_id = -1 - i
-            self._nodes[node_id] = _Node(
-                node_id, host, port, BrokerStats(self.config.metrics_latency_samples)
-            )
+            node = _Node(node_id, host, port, BrokerStats(self.config.metrics_latency_samples))
+            node.failures = failures
+            self._nodes[node_id] = node
 
     def _drop_node(self, node_id: int, why: str) -> None:
         node = self._nodes.pop(node_id, None)
@@ -459,9 +461,14 @@ class Client:
             ",".join(f"{h}:{p}" for h, p in servers),
             reason,
         )
+        # 0 when some broker was still reachable (REBOOTSTRAP_REQUIRED), else the fewest
+        # consecutive connect failures among them (the old seeds, idle since start, say nothing).
+        failures = min(
+            (0 if node.connected else node.failures for n, node in self._nodes.items() if n >= 0), default=0
+        )
         for node_id in [n for n in self._nodes if n >= 0]:
             self._drop_node(node_id, "rebootstrap")
-        self._install_seeds(servers)
+        self._install_seeds(servers, failures)
         old = self._cluster
         self._cluster = ClusterMetadata(topics=dict(old.topics))
         self.rebootstrap_policy.rebootstrapped(_backend.loop().time())
