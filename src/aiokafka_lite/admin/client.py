@@ -469,3 +469,11 @@ class Admin:
         """Remove the registration of a controller that left the voters and was shut
         down (Java's ``unregisterController``, Kafka 4.4+)."""
         await _quorum.unregister_controller(self._requests, controller_id, timeout_ms=timeout_ms)
+
+    # ------------------------------------------------------------------ ACLs and authorized operations
+
+    # ------------------------------------------------------------------ SCRAM users, client quotas, delegation tokens
+
+    # ------------------------------------------------------------------ transactions and producers (KIP-664)
+
+    # ------------------------------------------------------------------ replicas, leaders, log dirs, features

@@ -34,6 +34,12 @@ app.command("produce")(produce)
 app.command("consume")(consume)
 app.command("offsets")(offsets)
 app.command("mirror")(mirror)
+# Operator commands (acls; users, quotas; transactions; reassign, elect-leaders, log-dirs,
+# features, quorum) are registered below, one block per family.
+# -- acls
+# -- users, quotas
+# -- transactions
+# -- reassign, elect-leaders, log-dirs, features, quorum
 
 
 def _version(value: bool) -> None:

@@ -25,6 +25,10 @@ def register_core_handlers(registry: HandlerRegistry, state: ClusterState) -> No
     log_offsets.register(registry)
     quorum.register(registry, state)
     telemetry.register_telemetry_handlers(registry, state)
+    # -- ACLs
+    # -- SCRAM credentials, client quotas, delegation tokens
+    # -- transactions admin (ListTransactions, DescribeTransactions, DescribeProducers)
+    # -- replicas, leaders, log dirs, features
     registry.register(SaslHandshakeRequest.API_KEY, _connection_level, 0, SaslHandshakeRequest.MAX_VERSION)
     registry.register(
         SaslAuthenticateRequest.API_KEY, _connection_level, 0, SaslAuthenticateRequest.MAX_VERSION
