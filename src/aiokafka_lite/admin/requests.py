@@ -266,12 +266,14 @@ class AdminRequests:
         group_ids: list[str],
         send: Callable[[int, list[str]], Awaitable[dict[str, Outcome]]],
         deadline: float,
+        key_type: CoordinatorType = CoordinatorType.GROUP,
     ) -> dict[str, Outcome]:
         """``send(coordinator, batch)`` for the groups of each group coordinator; a group
-        whose coordinator moved or failed is looked up again and retried until ``deadline``."""
+        whose coordinator moved or failed is looked up again and retried until ``deadline``.
+        ``key_type=CoordinatorType.TRANSACTION`` routes transactional ids the same way."""
 
         async def attempt(batch: list[str]) -> dict[str, Outcome]:
-            coords = await self._coordinators(batch, deadline)
+            coords = await self._coordinators(batch, deadline, key_type)
             out: dict[str, Outcome] = {g: c for g, c in coords.items() if isinstance(c, E.KafkaError)}
             nodes = {g: c for g, c in coords.items() if not isinstance(c, E.KafkaError)}
             out.update(await self.split([g for g in batch if g in nodes], nodes.__getitem__, send))
@@ -279,16 +281,16 @@ class AdminRequests:
 
         def forget(group: str, err: E.KafkaError) -> None:
             if getattr(err, "coordinator_error", False) or isinstance(err, E.KafkaConnectionError):
-                self.client.invalidate_coordinator(group)
+                self.client.invalidate_coordinator(group, key_type)
 
         return await self.per_item(group_ids, attempt, deadline, on_retry=forget)
 
-    async def _coordinators(self, group_ids: list[str], deadline: float) -> dict[str, int | E.KafkaError]:
+    async def _coordinators(
+        self, group_ids: list[str], deadline: float, key_type: CoordinatorType = CoordinatorType.GROUP
+    ) -> dict[str, int | E.KafkaError]:
         async def one(g: str) -> int | E.KafkaError:
             try:
-                return await self.client.find_coordinator(
-                    g, CoordinatorType.GROUP, timeout_ms=self.remaining_ms(deadline)
-                )
+                return await self.client.find_coordinator(g, key_type, timeout_ms=self.remaining_ms(deadline))
             except E.KafkaError as exc:
                 return exc
 
