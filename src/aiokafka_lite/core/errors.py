@@ -43,6 +43,7 @@ __all__ = [
     "KafkaTimeoutError",
     "MetadataInvalidatingError",
     "NoBrokersAvailableError",
+    "OAuthBearerTokenError",
     "ProducerClosedError",
     "RecordTooLargeError",
     "UnknownKafkaError",
@@ -128,6 +129,12 @@ class AuthenticationError(KafkaError):
 
     The message is safe to log or send to a peer: it never contains secrets.
     """
+
+
+class OAuthBearerTokenError(AuthenticationError):
+    """No OAUTHBEARER token could be obtained (OIDC token endpoint refused the credentials,
+    unreachable, or returned an unusable token; or a token callback such as the AWS MSK
+    IAM signer failed). The message names the likely cause, never a secret."""
 
 
 class RecordTooLargeError(KafkaError, ValueError):
