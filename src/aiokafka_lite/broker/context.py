@@ -46,6 +46,9 @@ class RequestContext:
     principal: str | None  # authenticated SASL user, None without SASL
     connection_id: str  # unique per connection, e.g. "b1-c17"
     client_host: str
+    # SASL-authenticated with a delegation token (SCRAM tokenauth=true): such a connection
+    # may not create, renew or expire tokens (Kafka's DELEGATION_TOKEN_REQUEST_NOT_ALLOWED).
+    token_authenticated: bool = False
 
 
 @dataclass(slots=True)

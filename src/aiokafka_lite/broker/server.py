@@ -207,6 +207,7 @@ class _Connection(asyncio.Protocol):
         # SASL
         self.authenticated = broker.sasl is None
         self.principal: str | None = None
+        self.token_authenticated = False
         self._mechanism: ServerMechanism | None = None
         self._raw_sasl = False  # SaslHandshake v0: raw tokens follow, without Kafka headers
 
@@ -472,6 +473,7 @@ class _Connection(asyncio.Protocol):
             self.principal,
             self.id,
             self.client_host,
+            self.token_authenticated,
         )
         result: Response | EncodedResponse | None
         if api_key == SASL_HANDSHAKE:
@@ -578,6 +580,7 @@ class _Connection(asyncio.Protocol):
         if mech.complete:
             self.authenticated = True
             self.principal = mech.authenticated_user
+            self.token_authenticated = bool(getattr(mech, "token_authenticated", False))
             self._mechanism = None
         return SaslAuthenticateResponse(error_code=0, auth_bytes=out)
 
@@ -592,5 +595,6 @@ class _Connection(asyncio.Protocol):
         if mech.complete:
             self.authenticated = True
             self.principal = mech.authenticated_user
+            self.token_authenticated = bool(getattr(mech, "token_authenticated", False))
             self._mechanism = None
             self._raw_sasl = False
