@@ -1279,6 +1279,15 @@ class RecordDeserializationError(KafkaError):
         return (type(self), (self.args[0], self.topic, self.partition, self.offset))
 
 
+class SerializerNotReadyError(KafkaError):
+    """A context serializer (deserializer) needs I/O before it can handle this record (a schema
+    registry lookup for a subject or schema id not cached yet) and was called synchronously.
+
+    The clients' async paths catch it and await the serializer's ``serialize_async``
+    (``deserialize_async``); see ``aiokafka_lite.core.serialization``.
+    """
+
+
 # --------------------------------------------------------------------------------------
 # Producer errors (appended by the producer engineer).
 
