@@ -6,6 +6,7 @@ ones with dots replaced by underscores).
 
 from __future__ import annotations
 
+import functools
 import re
 import ssl
 from collections.abc import Awaitable, Callable, Mapping
@@ -15,6 +16,7 @@ from typing import Literal
 from aiokafka_lite import __version__
 from aiokafka_lite.core.errors import ConfigError
 from aiokafka_lite.core.options import Options, at_least, between, non_empty, one_of, option
+from aiokafka_lite.net.oidc import OidcTokenRetriever, RefreshPolicy
 
 __all__ = [
     "DEFAULT_MAX_RESPONSE_SIZE",
@@ -140,6 +142,99 @@ class ClientConfig(Options):
     sasl_oauth_token_provider: TokenProvider | None = option(
         None, "Async callable returning an OAUTHBEARER token; called for every (re-)authentication."
     )
+    # OAUTHBEARER with OIDC built in (KIP-768, KIP-1139); see aiokafka_lite.net.oidc.
+    sasl_oauthbearer_token_endpoint_url: str | None = option(
+        None,
+        "OAUTHBEARER: the OAuth/OIDC token endpoint to get tokens from (instead of "
+        "sasl_oauth_token_provider); client_credentials grant with the client id/secret, "
+        "jwt-bearer grant with an assertion key or file (needs the [oidc] extra).",
+    )
+    sasl_oauthbearer_client_credentials_client_id: str | None = option(
+        None, "OIDC client_credentials grant: the client id (sent with HTTP Basic authentication)."
+    )
+    sasl_oauthbearer_client_credentials_client_secret: str | None = option(
+        None, "OIDC client_credentials grant: the client secret.", secret=True
+    )
+    sasl_oauthbearer_scope: str | None = option(
+        None, "OIDC: the scope requested from the token endpoint (space-separated)."
+    )
+    sasl_oauthbearer_extensions: Mapping[str, str] = option(
+        doc="OAUTHBEARER SASL extensions sent with the token (RFC 7628; e.g. Confluent Cloud's "
+        "logicalCluster and identityPoolId); Java sets them as JAAS extension_<name> options.",
+        default_factory=dict,
+    )
+    sasl_oauthbearer_assertion_private_key_file: str | None = option(
+        None,
+        "OIDC jwt-bearer grant (KIP-1139): PEM private key signing the assertion (encrypted "
+        "keys need sasl_oauthbearer_assertion_private_key_passphrase).",
+    )
+    sasl_oauthbearer_assertion_private_key_passphrase: str | None = option(
+        None, "OIDC jwt-bearer grant: passphrase of the assertion private key.", secret=True
+    )
+    sasl_oauthbearer_assertion_algorithm: Literal["RS256", "ES256"] = option(
+        "RS256", "OIDC jwt-bearer grant: signature algorithm of the assertion.", one_of("RS256", "ES256")
+    )
+    sasl_oauthbearer_assertion_claim_iss: str | None = option(
+        None, "OIDC jwt-bearer grant: the assertion's iss claim."
+    )
+    sasl_oauthbearer_assertion_claim_sub: str | None = option(
+        None, "OIDC jwt-bearer grant: the assertion's sub claim."
+    )
+    sasl_oauthbearer_assertion_claim_aud: str | None = option(
+        None, "OIDC jwt-bearer grant: the assertion's aud claim (often the token endpoint URL)."
+    )
+    sasl_oauthbearer_assertion_claim_exp_seconds: int = option(
+        300, "OIDC jwt-bearer grant: the assertion expires this long after it is made.", between(1, 86400)
+    )
+    sasl_oauthbearer_assertion_claim_nbf_seconds: int = option(
+        60, "OIDC jwt-bearer grant: the assertion's nbf is this long before it is made.", between(0, 3600)
+    )
+    sasl_oauthbearer_assertion_claim_jti_include: bool = option(
+        False, "OIDC jwt-bearer grant: add a random jti claim to each assertion."
+    )
+    sasl_oauthbearer_assertion_file: str | None = option(
+        None,
+        "OIDC jwt-bearer grant: a file holding a ready-made assertion, read for each token "
+        "request (instead of signing one with a private key).",
+    )
+    sasl_oauthbearer_sub_claim_name: str = option(
+        "sub", "OIDC: the token claim naming the principal (checked when a token arrives).", non_empty
+    )
+    sasl_oauthbearer_scope_claim_name: str = option("scope", "OIDC: the token claim holding its scopes.")
+    sasl_oauthbearer_token_endpoint_ssl_context: ssl.SSLContext | None = option(
+        None, "OIDC: TLS context for an https token endpoint (default: the system CA store)."
+    )
+    sasl_login_refresh_window_factor: float = option(
+        0.8,
+        "OAUTHBEARER token refresh: refresh once this fraction of the token's lifetime has passed.",
+        between(0.5, 1.0),
+    )
+    sasl_login_refresh_window_jitter: float = option(
+        0.05,
+        "OAUTHBEARER token refresh: up to this fraction of the lifetime added at random.",
+        between(0, 0.25),
+    )
+    sasl_login_refresh_min_period_seconds: int = option(
+        60, "OAUTHBEARER token refresh: never sooner than this after the token was obtained.", between(0, 900)
+    )
+    sasl_login_refresh_buffer_seconds: int = option(
+        300, "OAUTHBEARER token refresh: no later than this before the token expires.", between(0, 3600)
+    )
+    sasl_login_connect_timeout_ms: float = option(
+        10000, "OIDC: connect timeout of a token endpoint request.", at_least(1)
+    )
+    sasl_login_read_timeout_ms: float = option(
+        10000, "OIDC: read timeout of a token endpoint request.", at_least(1)
+    )
+    sasl_login_retry_backoff_ms: float = option(
+        100,
+        "OIDC: first wait before retrying an unreachable or failing (5xx) token endpoint; "
+        "doubles per attempt (a 4xx answer is not retried).",
+        at_least(0),
+    )
+    sasl_login_retry_backoff_max_ms: float = option(
+        10000, "OIDC: total wait spent retrying one token request before it fails.", at_least(0)
+    )
     client_software_name: str = option(
         "aiokafka-lite", "Sent in ApiVersions (KIP-511) for broker-side client metrics.", _software
     )
@@ -165,10 +260,60 @@ class ClientConfig(Options):
         if self.uses_sasl:
             mech = self.sasl_mechanism.upper()
             if mech == "OAUTHBEARER":
-                if self.sasl_oauth_token_provider is None:
-                    raise ConfigError("sasl_oauth_token_provider is required for OAUTHBEARER")
+                if (
+                    self.sasl_oauth_token_provider is None
+                    and self.sasl_oauthbearer_token_endpoint_url is None
+                ):
+                    raise ConfigError(
+                        "OAUTHBEARER needs sasl_oauth_token_provider or sasl_oauthbearer_token_endpoint_url"
+                    )
+                if self.sasl_oauth_token_provider is not None and self.sasl_oauthbearer_token_endpoint_url:
+                    raise ConfigError(
+                        "give either sasl_oauth_token_provider or sasl_oauthbearer_token_endpoint_url"
+                    )
+                self.oauth_token_provider  # noqa: B018 - build now: bad OIDC options fail here
             elif self.sasl_plain_username is None or self.sasl_plain_password is None:
                 raise ConfigError(f"sasl_plain_username and sasl_plain_password are required for {mech}")
+
+    @functools.cached_property
+    def oauth_token_provider(self) -> TokenProvider | None:
+        """What OAUTHBEARER authentications get their token from: sasl_oauth_token_provider,
+        or one ``OidcTokenRetriever`` per configuration (shared by its connections, so the
+        token is cached and refreshed once for all of them) built from the OIDC options."""
+        if self.sasl_oauth_token_provider is not None:
+            return self.sasl_oauth_token_provider
+        url = self.sasl_oauthbearer_token_endpoint_url
+        if url is None:
+            return None
+        return OidcTokenRetriever(
+            url,
+            client_id=self.sasl_oauthbearer_client_credentials_client_id,
+            client_secret=self.sasl_oauthbearer_client_credentials_client_secret,
+            scope=self.sasl_oauthbearer_scope,
+            assertion_private_key_file=self.sasl_oauthbearer_assertion_private_key_file,
+            assertion_private_key_passphrase=self.sasl_oauthbearer_assertion_private_key_passphrase,
+            assertion_algorithm=self.sasl_oauthbearer_assertion_algorithm,
+            assertion_claim_iss=self.sasl_oauthbearer_assertion_claim_iss,
+            assertion_claim_sub=self.sasl_oauthbearer_assertion_claim_sub,
+            assertion_claim_aud=self.sasl_oauthbearer_assertion_claim_aud,
+            assertion_claim_exp_seconds=self.sasl_oauthbearer_assertion_claim_exp_seconds,
+            assertion_claim_nbf_seconds=self.sasl_oauthbearer_assertion_claim_nbf_seconds,
+            assertion_claim_jti_include=self.sasl_oauthbearer_assertion_claim_jti_include,
+            assertion_file=self.sasl_oauthbearer_assertion_file,
+            refresh=RefreshPolicy(
+                self.sasl_login_refresh_window_factor,
+                self.sasl_login_refresh_window_jitter,
+                self.sasl_login_refresh_min_period_seconds,
+                self.sasl_login_refresh_buffer_seconds,
+            ),
+            connect_timeout_ms=self.sasl_login_connect_timeout_ms,
+            read_timeout_ms=self.sasl_login_read_timeout_ms,
+            retry_backoff_ms=self.sasl_login_retry_backoff_ms,
+            retry_backoff_max_ms=self.sasl_login_retry_backoff_max_ms,
+            ssl_context=self.sasl_oauthbearer_token_endpoint_ssl_context,
+            sub_claim_name=self.sasl_oauthbearer_sub_claim_name,
+            scope_claim_name=self.sasl_oauthbearer_scope_claim_name,
+        )
 
     @property
     def uses_sasl(self) -> bool:

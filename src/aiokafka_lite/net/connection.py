@@ -293,10 +293,10 @@ class BrokerConnection(asyncio.BufferedProtocol):
     async def _mechanism(self) -> SaslMechanism:
         cfg = self.config
         if cfg.sasl_mechanism.upper() == "OAUTHBEARER":
-            provider = cfg.sasl_oauth_token_provider
+            provider = cfg.oauth_token_provider  # the callable or the OIDC retriever
             assert provider is not None  # enforced by ClientConfig.validate
             token = await provider()
-            return OAuthBearerMechanism(token)
+            return OAuthBearerMechanism(token, cfg.sasl_oauthbearer_extensions)
         return create_mechanism(
             cfg.sasl_mechanism, username=cfg.sasl_plain_username, password=cfg.sasl_plain_password
         )
@@ -325,7 +325,7 @@ class BrokerConnection(asyncio.BufferedProtocol):
             assert isinstance(resp, SaslAuthenticateResponse)
             if resp.error_code:
                 # The broker's message is about our credentials, never contains them.
-                raise E.error_for(resp.error_code, resp.error_message or f"{mech.name} authentication failed")
+                raise E.error_for(resp.error_code, _auth_failure(mech.name, resp.error_message))
             lifetime = resp.session_lifetime_ms
             token = mech.step(bytes(resp.auth_bytes))
         if not mech.complete:
@@ -925,3 +925,17 @@ class _StreamTransport:
             if self._paused and self._queued <= _STREAM_HIGH_WATER // 4:
                 self._paused = False
                 self._conn.resume_writing()
+
+
+def _auth_failure(mechanism: str, broker_message: str | None) -> str:
+    """The message of a rejected SaslAuthenticate: the broker's (about our credentials,
+    never containing them), with the mechanism named and, for OAUTHBEARER, the usual causes."""
+    text = broker_message or "authentication failed"
+    if mechanism not in text:
+        text = f"{mechanism}: {text}"
+    if mechanism == "OAUTHBEARER":
+        text += (
+            " (the broker rejected the token: expired, wrong audience or issuer, signed by a key "
+            "its JWKS does not have, or missing the principal claim?)"
+        )
+    return text
