@@ -3,6 +3,17 @@
 from aiokafka_lite.admin.client import Admin
 from aiokafka_lite.admin.consumer_groups import ConsumerGroupDescription, ConsumerGroupMember
 from aiokafka_lite.admin.share_groups import ShareGroupDescription, ShareGroupOffset, ShareMemberDescription
+from aiokafka_lite.admin.transactions import (
+    AbortTransactionSpec,
+    FenceProducerResult,
+    HangingTransaction,
+    ListTransactionsResult,
+    PartitionProducerState,
+    ProducerState,
+    TransactionDescription,
+    TransactionListing,
+    TransactionState,
+)
 from aiokafka_lite.admin.types import (
     AlterConfigOp,
     AlterConfigOpType,
@@ -34,6 +45,7 @@ from aiokafka_lite.admin.types import (
 )
 
 __all__ = [
+    "AbortTransactionSpec",
     "Admin",
     "AlterConfigOp",
     "AlterConfigOpType",
@@ -47,15 +59,20 @@ __all__ = [
     "ConsumerGroupMember",
     "CreateTopicResult",
     "DeleteRecordsResult",
+    "FenceProducerResult",
     "GroupDescription",
     "GroupListing",
     "GroupOffset",
+    "HangingTransaction",
     "ListGroupsResult",
     "ListOffsetsResult",
+    "ListTransactionsResult",
     "MemberDescription",
     "NewTopic",
     "OffsetSpec",
     "PartitionDescription",
+    "PartitionProducerState",
+    "ProducerState",
     "QuorumInfo",
     "QuorumNode",
     "QuorumReplicaState",
@@ -67,4 +84,7 @@ __all__ = [
     "ShareMemberDescription",
     "TopicDescription",
     "TopicListing",
+    "TransactionDescription",
+    "TransactionListing",
+    "TransactionState",
 ]

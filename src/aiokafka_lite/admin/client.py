@@ -27,6 +27,7 @@ from aiokafka_lite.admin import quorum as _quorum
 from aiokafka_lite.admin import records as _records
 from aiokafka_lite.admin import share_groups as _share_groups
 from aiokafka_lite.admin import topics as _topics
+from aiokafka_lite.admin import transactions as _transactions
 from aiokafka_lite.admin.consumer_groups import ConsumerGroupDescription
 from aiokafka_lite.admin.requests import AdminRequests, Route
 from aiokafka_lite.admin.share_groups import ShareGroupDescription, ShareGroupOffset
@@ -475,5 +476,69 @@ class Admin:
     # ------------------------------------------------------------------ SCRAM users, client quotas, delegation tokens
 
     # ------------------------------------------------------------------ transactions and producers (KIP-664)
+
+    async def list_transactions(
+        self,
+        *,
+        states: Iterable[str | _transactions.TransactionState] | None = None,
+        producer_ids: Iterable[int] | None = None,
+        duration_filter_ms: int | None = None,
+        timeout_ms: float | None = None,
+    ) -> _transactions.ListTransactionsResult:
+        """Transactions of every broker's coordinator (Java's ``listTransactions``),
+        filtered by state, producer id and (Kafka 3.8+) open for at least
+        ``duration_filter_ms``; brokers that failed are in ``errors``. See admin/transactions.py."""
+        return await _transactions.list_transactions(
+            self._requests,
+            states=states,
+            producer_ids=producer_ids,
+            duration_filter_ms=duration_filter_ms,
+            timeout_ms=timeout_ms,
+        )
+
+    async def describe_transactions(
+        self, transactional_ids: Iterable[str], *, timeout_ms: float | None = None
+    ) -> Results[str, _transactions.TransactionDescription]:
+        """State, producer id/epoch, timeout, start time and partitions of each
+        transactional id, from its coordinator; unknown ids fail per item."""
+        return await _transactions.describe_transactions(
+            self._requests, transactional_ids, timeout_ms=timeout_ms
+        )
+
+    async def describe_producers(
+        self,
+        partitions: Iterable[TopicPartition],
+        *,
+        broker_id: int | None = None,
+        timeout_ms: float | None = None,
+    ) -> Results[TopicPartition, _transactions.PartitionProducerState]:
+        """Active producers of each partition (id, epoch, last sequence and timestamp,
+        coordinator epoch, open transaction's first offset), from its leader or ``broker_id``."""
+        return await _transactions.describe_producers(
+            self._requests, partitions, broker_id=broker_id, timeout_ms=timeout_ms
+        )
+
+    async def abort_transaction(
+        self, spec: _transactions.AbortTransactionSpec, *, timeout_ms: float | None = None
+    ) -> None:
+        """Abort a hanging transaction on one partition (Java's ``abortTransaction``: an
+        ABORT marker written by the partition leader); raises the typed error on failure."""
+        await _transactions.abort_transaction(self._requests, spec, timeout_ms=timeout_ms)
+
+    async def fence_producers(
+        self,
+        transactional_ids: Iterable[str],
+        *,
+        transaction_timeout_ms: int | None = None,
+        timeout_ms: float | None = None,
+    ) -> Results[str, _transactions.FenceProducerResult]:
+        """Fence the producers of these transactional ids (Java's ``fenceProducers``:
+        InitProducerId bumps the epoch, aborting an open transaction); the new id/epoch per id."""
+        return await _transactions.fence_producers(
+            self._requests,
+            transactional_ids,
+            transaction_timeout_ms=transaction_timeout_ms,
+            timeout_ms=timeout_ms,
+        )
 
     # ------------------------------------------------------------------ replicas, leaders, log dirs, features

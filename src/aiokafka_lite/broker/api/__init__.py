@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from aiokafka_lite.broker.api import admin, fetch, log_offsets, meta, produce, quorum, telemetry
+from aiokafka_lite.broker.api import (
+    admin,
+    fetch,
+    log_offsets,
+    meta,
+    produce,
+    quorum,
+    telemetry,
+    transactions_admin,
+)
 from aiokafka_lite.broker.context import HandlerRegistry, RequestContext
 from aiokafka_lite.broker.state import ClusterState
 from aiokafka_lite.wire.message import Request, Response
@@ -28,6 +37,7 @@ def register_core_handlers(registry: HandlerRegistry, state: ClusterState) -> No
     # -- ACLs
     # -- SCRAM credentials, client quotas, delegation tokens
     # -- transactions admin (ListTransactions, DescribeTransactions, DescribeProducers)
+    transactions_admin.register(registry, state)  # DescribeProducers, WriteTxnMarkers
     # -- replicas, leaders, log dirs, features
     registry.register(SaslHandshakeRequest.API_KEY, _connection_level, 0, SaslHandshakeRequest.MAX_VERSION)
     registry.register(
