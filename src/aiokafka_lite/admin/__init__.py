@@ -2,6 +2,22 @@
 
 from aiokafka_lite.admin.client import Admin
 from aiokafka_lite.admin.consumer_groups import ConsumerGroupDescription, ConsumerGroupMember
+from aiokafka_lite.admin.credentials import (
+    DelegationToken,
+    ScramCredentialInfo,
+    ScramMechanism,
+    TokenInformation,
+    UserScramCredentialDeletion,
+    UserScramCredentialsDescription,
+    UserScramCredentialUpsertion,
+)
+from aiokafka_lite.admin.quotas import (
+    ClientQuotaAlteration,
+    ClientQuotaEntity,
+    ClientQuotaFilter,
+    ClientQuotaFilterComponent,
+    ClientQuotaMatch,
+)
 from aiokafka_lite.admin.share_groups import ShareGroupDescription, ShareGroupOffset, ShareMemberDescription
 from aiokafka_lite.admin.transactions import (
     AbortTransactionSpec,
@@ -49,6 +65,11 @@ __all__ = [
     "Admin",
     "AlterConfigOp",
     "AlterConfigOpType",
+    "ClientQuotaAlteration",
+    "ClientQuotaEntity",
+    "ClientQuotaFilter",
+    "ClientQuotaFilterComponent",
+    "ClientQuotaMatch",
     "ClusterDescription",
     "ConfigDescription",
     "ConfigEntry",
@@ -58,6 +79,7 @@ __all__ = [
     "ConsumerGroupDescription",
     "ConsumerGroupMember",
     "CreateTopicResult",
+    "DelegationToken",
     "DeleteRecordsResult",
     "FenceProducerResult",
     "GroupDescription",
@@ -79,12 +101,18 @@ __all__ = [
     "RaftVoterEndpoint",
     "Result",
     "Results",
+    "ScramCredentialInfo",
+    "ScramMechanism",
     "ShareGroupDescription",
     "ShareGroupOffset",
     "ShareMemberDescription",
+    "TokenInformation",
     "TopicDescription",
     "TopicListing",
     "TransactionDescription",
     "TransactionListing",
     "TransactionState",
+    "UserScramCredentialDeletion",
+    "UserScramCredentialUpsertion",
+    "UserScramCredentialsDescription",
 ]

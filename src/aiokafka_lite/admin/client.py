@@ -22,8 +22,10 @@ from typing import Any, Literal
 
 from aiokafka_lite.admin import configs as _configs
 from aiokafka_lite.admin import consumer_groups as _consumer_groups
+from aiokafka_lite.admin import credentials as _credentials
 from aiokafka_lite.admin import groups as _groups
 from aiokafka_lite.admin import quorum as _quorum
+from aiokafka_lite.admin import quotas as _quotas
 from aiokafka_lite.admin import records as _records
 from aiokafka_lite.admin import share_groups as _share_groups
 from aiokafka_lite.admin import topics as _topics
@@ -474,6 +476,84 @@ class Admin:
     # ------------------------------------------------------------------ ACLs and authorized operations
 
     # ------------------------------------------------------------------ SCRAM users, client quotas, delegation tokens
+
+    async def describe_user_scram_credentials(
+        self, users: Iterable[str] | None = None, *, timeout_ms: float | None = None
+    ) -> Results[str, _credentials.UserScramCredentialsDescription]:
+        """Each user's SCRAM mechanisms and iterations (never secrets), for ``users`` or
+        (None) every user with a credential; an unknown user's result carries
+        ``ResourceNotFoundError``. See admin/credentials.py."""
+        return await _credentials.describe_user_scram_credentials(
+            self._requests, users, timeout_ms=timeout_ms
+        )
+
+    async def alter_user_scram_credentials(
+        self,
+        alterations: Sequence[_credentials.UserScramCredentialAlteration],
+        *,
+        timeout_ms: float | None = None,
+    ) -> Results[str, Result]:
+        """Upsert (``UserScramCredentialUpsertion``: salted and hashed here, as Java) and
+        delete (``UserScramCredentialDeletion``) SCRAM credentials; one result per user."""
+        return await _credentials.alter_user_scram_credentials(
+            self._requests, alterations, timeout_ms=timeout_ms
+        )
+
+    async def describe_client_quotas(
+        self, quota_filter: _quotas.ClientQuotaFilter | None = None, *, timeout_ms: float | None = None
+    ) -> dict[_quotas.ClientQuotaEntity, dict[str, float]]:
+        """Quotas of the entities the filter matches (default: all): entity -> key -> value.
+        See admin/quotas.py."""
+        return await _quotas.describe_client_quotas(self._requests, quota_filter, timeout_ms=timeout_ms)
+
+    async def alter_client_quotas(
+        self,
+        alterations: Sequence[_quotas.ClientQuotaAlteration],
+        *,
+        validate_only: bool = False,
+        timeout_ms: float | None = None,
+    ) -> Results[_quotas.ClientQuotaEntity, Result]:
+        """Set or remove quota keys per entity; one result per entity."""
+        return await _quotas.alter_client_quotas(
+            self._requests, alterations, validate_only=validate_only, timeout_ms=timeout_ms
+        )
+
+    async def create_delegation_token(
+        self,
+        renewers: Iterable[str] = (),
+        max_lifetime_ms: int = -1,
+        owner: str | None = None,
+        *,
+        timeout_ms: float | None = None,
+    ) -> _credentials.DelegationToken:
+        """A new delegation token of ``owner`` (default: the caller), renewable by
+        ``renewers`` (``"User:name"``). Needs a SASL-authenticated, not token-authenticated
+        connection (else ``DelegationTokenRequestNotAllowedError``)."""
+        return await _credentials.create_delegation_token(
+            self._requests, renewers, max_lifetime_ms, owner, timeout_ms=timeout_ms
+        )
+
+    async def renew_delegation_token(
+        self, hmac: bytes, renew_period_ms: int = -1, *, timeout_ms: float | None = None
+    ) -> int:
+        """Extend a token's expiry (owner or renewer only); the new expiry timestamp."""
+        return await _credentials.renew_delegation_token(
+            self._requests, hmac, renew_period_ms, timeout_ms=timeout_ms
+        )
+
+    async def expire_delegation_token(
+        self, hmac: bytes, expiry_time_period_ms: int = -1, *, timeout_ms: float | None = None
+    ) -> int:
+        """Set a token's expiry to now + the period (negative: at once); the new expiry timestamp."""
+        return await _credentials.expire_delegation_token(
+            self._requests, hmac, expiry_time_period_ms, timeout_ms=timeout_ms
+        )
+
+    async def describe_delegation_token(
+        self, owners: Iterable[str] | None = None, *, timeout_ms: float | None = None
+    ) -> list[_credentials.DelegationToken]:
+        """The tokens of ``owners`` (None: all) the caller may describe."""
+        return await _credentials.describe_delegation_token(self._requests, owners, timeout_ms=timeout_ms)
 
     # ------------------------------------------------------------------ transactions and producers (KIP-664)
 

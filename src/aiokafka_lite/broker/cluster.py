@@ -22,8 +22,9 @@ from typing import Any, Literal, Self
 
 from aiokafka_lite.broker.api import register_core_handlers
 from aiokafka_lite.broker.context import HandlerRegistry, Service
+from aiokafka_lite.broker.credentials import CredentialStore, credential_store
 from aiokafka_lite.broker.faults import Faults, Observer, RequestRecorder
-from aiokafka_lite.broker.sasl import ServerPlain, ServerScram, scram_credential
+from aiokafka_lite.broker.sasl import ServerPlain, ServerScram
 from aiokafka_lite.broker.server import BrokerServer, MechanismFactory, SaslSettings
 from aiokafka_lite.broker.state import SUPPORTED_FEATURES, BrokerConfig, BrokerInfo, ClusterState, Topic
 from aiokafka_lite.broker.storage import FsyncPolicy, Storage
@@ -112,7 +113,11 @@ class EmbeddedCluster:
         self._initial_topics = dict(topics or {})
         self._data_dir = data_dir
         self._fsync: FsyncPolicy = fsync
-        self._sasl = self._sasl_settings(sasl_users, sasl_mechanisms) if sasl_users is not None else None
+        self._sasl = (
+            self._sasl_settings(sasl_users, sasl_mechanisms, credential_store(self.state))
+            if sasl_users is not None
+            else None
+        )
         self.sasl_users = dict(sasl_users) if sasl_users is not None else None
         self.ssl_context = ssl_context
         self.brokers: list[BrokerServer] = []
@@ -162,16 +167,25 @@ class EmbeddedCluster:
         self.config.features_epoch += 1
 
     @staticmethod
-    def _sasl_settings(users: Mapping[str, str], mechanisms: Sequence[str]) -> SaslSettings:
+    def _sasl_settings(
+        users: Mapping[str, str], mechanisms: Sequence[str], store: CredentialStore
+    ) -> SaslSettings:
+        # SCRAM logins read the cluster's credential store (broker/credentials.py), which
+        # AlterUserScramCredentials and the delegation-token APIs change while it runs.
         factories: dict[str, MechanismFactory] = {}
         users = dict(users)
+        if any(m.startswith("SCRAM-") for m in mechanisms):
+            for user, password in users.items():
+                store.add_password(user, password)
+            store.enable_tokens()
         for name in mechanisms:
             if name == "PLAIN":
                 factories[name] = lambda: ServerPlain(users)
             elif name in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
                 h: Any = name.removeprefix("SCRAM-")
-                creds = {u: scram_credential(pw, h) for u, pw in users.items()}
-                factories[name] = lambda creds=creds, h=h: ServerScram(creds, h)  # type: ignore[misc]
+                factories[name] = lambda h=h: ServerScram(  # type: ignore[misc]
+                    store.credentials(h), h, token_credentials=store.token_logins(h)
+                )
             else:
                 raise ConfigError(f"unsupported SASL mechanism {name!r}")
         return SaslSettings(factories)

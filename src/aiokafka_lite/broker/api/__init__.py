@@ -12,6 +12,8 @@ from aiokafka_lite.broker.api import (
     telemetry,
     transactions_admin,
 )
+from aiokafka_lite.broker.api.credentials import register as register_credentials
+from aiokafka_lite.broker.api.quotas import register as register_quotas
 from aiokafka_lite.broker.context import HandlerRegistry, RequestContext
 from aiokafka_lite.broker.state import ClusterState
 from aiokafka_lite.wire.message import Request, Response
@@ -36,6 +38,8 @@ def register_core_handlers(registry: HandlerRegistry, state: ClusterState) -> No
     telemetry.register_telemetry_handlers(registry, state)
     # -- ACLs
     # -- SCRAM credentials, client quotas, delegation tokens
+    register_credentials(registry, state)
+    register_quotas(registry, state)
     # -- transactions admin (ListTransactions, DescribeTransactions, DescribeProducers)
     transactions_admin.register(registry, state)  # DescribeProducers, WriteTxnMarkers
     # -- replicas, leaders, log dirs, features
