@@ -30,6 +30,7 @@ from aiokafka_lite.admin import records as _records
 from aiokafka_lite.admin import share_groups as _share_groups
 from aiokafka_lite.admin import topics as _topics
 from aiokafka_lite.admin import transactions as _transactions
+from aiokafka_lite.admin import transactions as _transactions
 from aiokafka_lite.admin.consumer_groups import ConsumerGroupDescription
 from aiokafka_lite.admin.requests import AdminRequests, Route
 from aiokafka_lite.admin.share_groups import ShareGroupDescription, ShareGroupOffset
@@ -563,16 +564,19 @@ class Admin:
         states: Iterable[str | _transactions.TransactionState] | None = None,
         producer_ids: Iterable[int] | None = None,
         duration_filter_ms: int | None = None,
+        transactional_id_pattern: str | None = None,
         timeout_ms: float | None = None,
     ) -> _transactions.ListTransactionsResult:
         """Transactions of every broker's coordinator (Java's ``listTransactions``),
-        filtered by state, producer id and (Kafka 3.8+) open for at least
-        ``duration_filter_ms``; brokers that failed are in ``errors``. See admin/transactions.py."""
+        filtered by state, producer id, (Kafka 3.8+) open longer than
+        ``duration_filter_ms`` and (Kafka 4.1+) ids matching ``transactional_id_pattern``;
+        brokers that failed are in ``errors``. See admin/transactions.py."""
         return await _transactions.list_transactions(
             self._requests,
             states=states,
             producer_ids=producer_ids,
             duration_filter_ms=duration_filter_ms,
+            transactional_id_pattern=transactional_id_pattern,
             timeout_ms=timeout_ms,
         )
 

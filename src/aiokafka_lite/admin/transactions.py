@@ -1,8 +1,10 @@
 """Transaction and producer operations of the admin client (KIP-664), as Java's Admin.
 
 * ``list_transactions``: ListTransactions to every broker (each lists the transactional
-  ids it coordinates), merged; filters by state, producer id and (v1+, KIP-994) by how
-  long the transaction has been open. A broker that fails is reported in ``errors``
+  ids it coordinates), merged; filters by state, producer id, (v1+, KIP-994) how long
+  the transaction has been open, and (v2+, KIP-1152) a regular expression the whole
+  transactional id matches (Java's RE2J syntax on Kafka, Python's ``re`` on the
+  embedded broker). A broker that fails is reported in ``errors``
   (Java's ``ListTransactionsResult.all()`` would fail the whole call; ``by_broker`` is
   the same split).
 * ``describe_transactions``: DescribeTransactions at each id's transaction coordinator
@@ -219,6 +221,7 @@ async def list_transactions(
     states: Iterable[str | TransactionState] | None = None,
     producer_ids: Iterable[int] | None = None,
     duration_filter_ms: int | None = None,
+    transactional_id_pattern: str | None = None,
     timeout_ms: float | None = None,
 ) -> ListTransactionsResult:
     states_f = _check_state_filters(states)
@@ -230,16 +233,24 @@ async def list_transactions(
     await rq.refresh((), deadline)
     nodes = sorted(rq.client.cluster.brokers)
 
+    pattern = transactional_id_pattern or None
+
     def make(version: int) -> Request:
         if duration >= 0 and 0 <= version < 1:
             raise E.UnsupportedVersionError(
                 "duration_filter_ms needs ListTransactions v1 (Kafka 3.8+, KIP-994); the broker "
                 "speaks v0 only"
             )
+        if pattern is not None and 0 <= version < 2:
+            raise E.UnsupportedVersionError(
+                "transactional_id_pattern needs ListTransactions v2 (Kafka 4.1+, KIP-1152); the "
+                f"broker speaks v{version}"
+            )
         return ListTransactionsRequest(
             state_filters=states_f,
             producer_id_filters=pids_f,
             duration_filter=duration if version >= 1 else -1,
+            transactional_id_pattern=pattern if version >= 2 else None,
         )
 
     async def attempt(batch: list[int]) -> dict[int, Outcome]:

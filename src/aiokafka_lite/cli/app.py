@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from aiokafka_lite import __version__
-from aiokafka_lite.cli import groups, share_groups, topics
+from aiokafka_lite.cli import groups, share_groups, topics, transactions
 from aiokafka_lite.cli.broker import broker
 from aiokafka_lite.cli.consume import consume
 from aiokafka_lite.cli.mirror import mirror
@@ -39,6 +39,7 @@ app.command("mirror")(mirror)
 # -- acls
 # -- users, quotas
 # -- transactions
+app.add_typer(transactions.app, name="transactions")
 # -- reassign, elect-leaders, log-dirs, features, quorum
 
 
