@@ -42,6 +42,7 @@ __all__ = [
     "ServerOAuthBearer",
     "ServerPlain",
     "ServerScram",
+    "ValidatedToken",
     "scram_credential",
 ]
 
@@ -330,10 +331,20 @@ def _split_attr(attr: str) -> tuple[str, str]:
 # --------------------------------------------------------------------------------------
 # OAUTHBEARER
 
-#: Validates a bearer token (and the client's extensions) and returns the principal name,
-#: or None if the token is not acceptable. It may instead raise ``AuthenticationError``
-#: whose message explains the rejection (it is sent to the client, so keep it safe).
-TokenValidator = Callable[[str, Mapping[str, str]], str | None]
+@dataclass(frozen=True)
+class ValidatedToken:
+    """What a validator may return instead of a bare principal: the principal and the
+    token's expiry (epoch seconds), which bounds the KIP-368 session lifetime."""
+
+    principal: str
+    expires_at: float | None = None
+
+
+#: Validates a bearer token (and the client's extensions) and returns the principal name
+#: (or a ``ValidatedToken``), or None if the token is not acceptable. It may instead raise
+#: ``AuthenticationError`` whose message explains the rejection (it is sent to the client,
+#: so keep it safe).
+TokenValidator = Callable[[str, Mapping[str, str]], "str | ValidatedToken | None"]
 
 
 class ServerOAuthBearer(_Machine):
@@ -352,6 +363,8 @@ class ServerOAuthBearer(_Machine):
         self._state = "initial"
         self._reason = ""
         self.extensions: dict[str, str] = {}
+        #: The accepted token's expiry (epoch seconds) when the validator reported it.
+        self.credential_expires_at: float | None = None
 
     def step(self, client_bytes: bytes) -> bytes:
         self._check_open()
@@ -367,10 +380,13 @@ class ServerOAuthBearer(_Machine):
             raise
         self.extensions = extensions
         try:
-            principal = self._validator(token, extensions)
+            result = self._validator(token, extensions)
             reason = "invalid token"
         except AuthenticationError as exc:
-            principal, reason = None, str(exc) or "invalid token"
+            result, reason = None, str(exc) or "invalid token"
+        principal = result.principal if isinstance(result, ValidatedToken) else result
+        if isinstance(result, ValidatedToken):
+            self.credential_expires_at = result.expires_at
         if principal is not None and authzid and authzid != principal:
             principal, reason = None, "authorization id must match the token's principal"
         if principal is None:
