@@ -91,6 +91,11 @@ class SaslSettings:
     """Enabled server mechanisms by name (a fresh state machine per connection)."""
 
     mechanisms: Mapping[str, MechanismFactory] = field(default_factory=dict)
+    #: Kafka's ``connections.max.reauth.ms`` (KIP-368): 0 keeps sessions forever; otherwise a
+    #: session lasts this long (less if the credential, an OAUTHBEARER token, expires
+    #: sooner), the client must re-authenticate on the connection before then, and a
+    #: request other than SaslHandshake/SaslAuthenticate after expiry closes the connection.
+    max_reauth_ms: int = 0
 
 
 class BrokerServer:
@@ -210,6 +215,8 @@ class _Connection(asyncio.Protocol):
         self.token_authenticated = False
         self._mechanism: ServerMechanism | None = None
         self._raw_sasl = False  # SaslHandshake v0: raw tokens follow, without Kafka headers
+        self._session_expires: float | None = None  # monotonic; KIP-368 sessions only
+        self._reauthenticating = False
 
     # -- transport callbacks -------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -447,6 +454,12 @@ class _Connection(asyncio.Protocol):
                 raise CloseConnection(f"malformed request (api key {api_key} v{api_version}): {e}") from None
         if not self.authenticated and api_key not in (API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE):
             raise CloseConnection(f"api key {api_key} before SASL authentication")
+        if (
+            self._session_expires is not None
+            and api_key not in (SASL_HANDSHAKE, SASL_AUTHENTICATE)
+            and time.monotonic() > self._session_expires
+        ):
+            raise CloseConnection(f"api key {api_key} after the SASL session expired (KIP-368)")
         faults = broker.faults
         drop_after = False
         injected: int | None = None
@@ -553,8 +566,10 @@ class _Connection(asyncio.Protocol):
         enabled = sorted(sasl.mechanisms) if sasl is not None else []
         if sasl is None:
             return SaslHandshakeResponse(error_code=UnsupportedSaslMechanismError.code, mechanisms=[])
-        if self.authenticated or self._mechanism is not None:
+        reauth = self.authenticated and self._session_expires is not None  # KIP-368
+        if (self.authenticated and not reauth) or self._mechanism is not None:
             return SaslHandshakeResponse(error_code=IllegalSaslStateError.code, mechanisms=enabled)
+        self._reauthenticating = reauth
         factory = sasl.mechanisms.get(req.mechanism)
         if factory is None:
             return SaslHandshakeResponse(error_code=UnsupportedSaslMechanismError.code, mechanisms=enabled)
@@ -564,7 +579,7 @@ class _Connection(asyncio.Protocol):
 
     def _sasl_authenticate(self, req: SaslAuthenticateRequest) -> SaslAuthenticateResponse:
         mech = self._mechanism
-        if mech is None or self.authenticated or self._raw_sasl:
+        if mech is None or (self.authenticated and not self._reauthenticating) or self._raw_sasl:
             self._mechanism_failed = True
             return SaslAuthenticateResponse(
                 error_code=IllegalSaslStateError.code,
@@ -577,12 +592,29 @@ class _Connection(asyncio.Protocol):
             return SaslAuthenticateResponse(
                 error_code=SaslAuthenticationFailedError.code, error_message=str(e)
             )
+        lifetime_ms = 0
         if mech.complete:
+            if self._reauthenticating and mech.authenticated_user != self.principal:
+                raise CloseConnection("re-authentication changed the principal (KIP-368)")
             self.authenticated = True
+            self._reauthenticating = False
             self.principal = mech.authenticated_user
             self.token_authenticated = bool(getattr(mech, "token_authenticated", False))
             self._mechanism = None
-        return SaslAuthenticateResponse(error_code=0, auth_bytes=out)
+            lifetime_ms = self._session_lifetime_ms(mech)
+            self._session_expires = time.monotonic() + lifetime_ms / 1000 if lifetime_ms else None
+        return SaslAuthenticateResponse(error_code=0, auth_bytes=out, session_lifetime_ms=lifetime_ms)
+
+    def _session_lifetime_ms(self, mech: ServerMechanism) -> int:
+        """KIP-368: ``connections.max.reauth.ms``, shortened to the credential's expiry."""
+        sasl = self.broker.sasl
+        limit = sasl.max_reauth_ms if sasl is not None else 0
+        if limit <= 0:
+            return 0
+        expires_at = getattr(mech, "credential_expires_at", None)
+        if expires_at is not None:
+            limit = min(limit, max(1, int((expires_at - time.time()) * 1000)))
+        return limit
 
     async def _raw_sasl_token(self, token: bytes) -> None:
         mech = self._mechanism
