@@ -1384,3 +1384,27 @@ class SecurityProtocolMismatchError(KafkaConnectionError):
     so a list of bootstrap servers is still tried in turn; when none answers, the
     client's ``NoBrokersAvailableError`` carries this error as its cause.
     """
+
+
+# --------------------------------------------------------------------------------------
+# Mutual TLS and Kerberos errors (appended by the authentication engineer, issue 29).
+
+
+class SslCredentialsError(ConfigError):
+    """The client's TLS credentials cannot be loaded: a wrong or missing key password, a
+    private key that does not belong to the certificate, a file that is not PEM or
+    cannot be read. The message names the file, never the password."""
+
+
+class SslAuthenticationError(AuthenticationError):
+    """The TLS handshake failed on a certificate (Java's ``SslAuthenticationException``):
+    the broker rejected the client certificate of mutual TLS (none sent, expired, or
+    signed by a CA it does not trust), or the client rejected the broker's. Not
+    retriable: the same certificate fails the same way on every broker."""
+
+
+class KerberosError(AuthenticationError):
+    """SASL GSSAPI (Kerberos) authentication failed: no or expired credentials, a keytab
+    without the principal's key, a principal or service the KDC does not know, a KDC
+    that cannot be reached, or a broker that rejected the context. The message says
+    which, with the GSSAPI status text."""

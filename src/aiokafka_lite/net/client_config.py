@@ -17,6 +17,7 @@ from aiokafka_lite import __version__
 from aiokafka_lite.core.errors import ConfigError
 from aiokafka_lite.core.options import Options, at_least, between, non_empty, one_of, option
 from aiokafka_lite.net.oidc import OidcTokenRetriever, RefreshPolicy
+from aiokafka_lite.net.security import ReloadingSslContext
 
 __all__ = [
     "DEFAULT_MAX_RESPONSE_SIZE",
@@ -41,7 +42,7 @@ DEFAULT_MAX_RESPONSE_SIZE = 100 * 1024 * 1024
 # KIP-511: client software name and version must match this.
 _SOFTWARE_RE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
-_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
 
 
 def _software(value: str) -> str | None:
@@ -131,16 +132,63 @@ class ClientConfig(Options):
         True, "Let metadata requests for unknown topics create them (if the broker allows it)."
     )
     security_protocol: SecurityProtocol = option("PLAINTEXT", "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL.")
-    ssl_context: ssl.SSLContext | None = option(
+    ssl_context: ssl.SSLContext | ReloadingSslContext | None = option(
         None,
         "TLS context for SSL/SASL_SSL (see aiokafka_lite.net.create_ssl_context); a default "
-        "verifying context is used when None.",
+        "verifying context is used when None. A ReloadingSslContext re-reads its PEM files "
+        "for new connections when they change.",
     )
-    sasl_mechanism: str = option("PLAIN", "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER.", _mechanism)
+    ssl_cafile: str | None = option(
+        None,
+        "PEM file of CAs to trust besides the system store (Java: ssl.truststore.location); "
+        "an alternative to ssl_context.",
+    )
+    ssl_certfile: str | None = option(
+        None,
+        "Mutual TLS: PEM file with the client certificate, then its intermediates (Java: "
+        "ssl.keystore.location); may also hold the key. Re-read when it changes (new "
+        "connections use the renewed certificate). An alternative to ssl_context.",
+    )
+    ssl_keyfile: str | None = option(
+        None, "Mutual TLS: PEM file with the private key, when it is not in ssl_certfile."
+    )
+    ssl_password: str | Callable[[], str] | None = option(
+        None,
+        "Mutual TLS: password of an encrypted private key (Java: ssl.key.password), or a "
+        "callable returning it, called whenever the key is (re)loaded.",
+        secret=True,
+    )
+    sasl_mechanism: str = option(
+        "PLAIN",
+        "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or GSSAPI (Kerberos; the kerberos extra).",
+        _mechanism,
+    )
     sasl_plain_username: str | None = option(None, "Username for PLAIN and SCRAM.")
     sasl_plain_password: str | None = option(None, "Password for PLAIN and SCRAM.", secret=True)
     sasl_oauth_token_provider: TokenProvider | None = option(
         None, "Async callable returning an OAUTHBEARER token; called for every (re-)authentication."
+    )
+    sasl_kerberos_service_name: str = option(
+        "kafka",
+        "GSSAPI: the brokers' Kerberos service name; the service principal is "
+        "<name>/<broker host>@REALM (Java: sasl.kerberos.service.name).",
+        non_empty,
+    )
+    sasl_kerberos_domain_name: str | None = option(
+        None,
+        "GSSAPI: host part of the brokers' service principal instead of the host each "
+        "connection goes to (e.g. the brokers' DNS name while bootstrap_servers holds an address).",
+    )
+    sasl_kerberos_keytab: str | None = option(
+        None,
+        "GSSAPI: keytab holding sasl_kerberos_principal's key; tickets go to a private "
+        "in-memory cache (librdkafka: sasl.kerberos.keytab). Without it the default ticket "
+        "cache (kinit, KRB5CCNAME) is used.",
+    )
+    sasl_kerberos_principal: str | None = option(
+        None,
+        "GSSAPI: the client's Kerberos principal, e.g. 'app@EXAMPLE.COM' (librdkafka: "
+        "sasl.kerberos.principal); required with a keytab, optional with the ticket cache.",
     )
     # OAUTHBEARER with OIDC built in (KIP-768, KIP-1139); see aiokafka_lite.net.oidc.
     sasl_oauthbearer_token_endpoint_url: str | None = option(
@@ -257,6 +305,15 @@ class ClientConfig(Options):
             raise ConfigError("reconnect_backoff_max_ms must be >= reconnect_backoff_ms")
         if self.retry_backoff_max_ms < self.retry_backoff_ms:
             raise ConfigError("retry_backoff_max_ms must be >= retry_backoff_ms")
+        tls_files = (self.ssl_cafile, self.ssl_certfile, self.ssl_keyfile, self.ssl_password)
+        if self.ssl_context is not None and any(v is not None for v in tls_files):
+            raise ConfigError(
+                "give either ssl_context or the ssl_cafile/ssl_certfile/ssl_keyfile/ssl_password options"
+            )
+        if self.ssl_certfile is None and (self.ssl_keyfile is not None or self.ssl_password is not None):
+            raise ConfigError("ssl_keyfile and ssl_password need ssl_certfile (mutual TLS)")
+        if self.uses_ssl and (self.ssl_certfile is not None or self.ssl_cafile is not None):
+            self._tls_files  # noqa: B018 - load now: bad files fail at configuration time
         if self.uses_sasl:
             mech = self.sasl_mechanism.upper()
             if mech == "OAUTHBEARER":
@@ -272,8 +329,35 @@ class ClientConfig(Options):
                         "give either sasl_oauth_token_provider or sasl_oauthbearer_token_endpoint_url"
                     )
                 self.oauth_token_provider  # noqa: B018 - build now: bad OIDC options fail here
+            elif mech == "GSSAPI":
+                if self.sasl_kerberos_keytab is not None and self.sasl_kerberos_principal is None:
+                    raise ConfigError(
+                        "sasl_kerberos_keytab needs sasl_kerberos_principal (whose key it holds)"
+                    )
             elif self.sasl_plain_username is None or self.sasl_plain_password is None:
                 raise ConfigError(f"sasl_plain_username and sasl_plain_password are required for {mech}")
+
+    @functools.cached_property
+    def _tls_files(self) -> ReloadingSslContext:
+        return ReloadingSslContext(
+            cafile=self.ssl_cafile,
+            certfile=self.ssl_certfile,
+            keyfile=self.ssl_keyfile,
+            password=self.ssl_password,
+        )
+
+    def client_ssl_context(self) -> ssl.SSLContext:
+        """The TLS context for a new connection: ``ssl_context`` (the current one of a
+        ``ReloadingSslContext``), one built from the ``ssl_*file`` options (re-read when
+        the files change), or a default verifying context."""
+        ctx = self.ssl_context
+        if isinstance(ctx, ReloadingSslContext):
+            return ctx.current()
+        if ctx is not None:
+            return ctx
+        if self.ssl_certfile is not None or self.ssl_cafile is not None:
+            return self._tls_files.current()
+        return ssl.create_default_context()
 
     @functools.cached_property
     def oauth_token_provider(self) -> TokenProvider | None:

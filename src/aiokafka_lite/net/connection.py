@@ -220,6 +220,13 @@ class BrokerConnection(asyncio.BufferedProtocol):
                 err = E.KafkaConnectionError(
                     f"cannot connect to {self.host}:{self.port}: {describe_error(exc)}"
                 )
+            elif self._closed_unanswered(exc, tls=True):
+                err = E.KafkaConnectionError(
+                    f"{self.host}:{self.port} closed the TLS connection right after the handshake, "
+                    "without answering ApiVersions and without a TLS alert: if the listener "
+                    "requires client certificates (mTLS), it most likely rejected ours (check "
+                    "ssl_certfile, its expiry and issuing CA); else the broker is shutting down"
+                )
             elif self._closed_unanswered(exc):
                 err = E.KafkaConnectionError(
                     f"{self.host}:{self.port} closed the connection without answering ApiVersions, "
@@ -246,13 +253,14 @@ class BrokerConnection(asyncio.BufferedProtocol):
             "on_broker_connect", self.node_id, self.host, self.port, self._loop.time() - start, None
         )
 
-    def _closed_unanswered(self, exc: BaseException) -> bool:
+    def _closed_unanswered(self, exc: BaseException, *, tls: bool = False) -> bool:
         """The broker hung up on our first plaintext request without a byte of reply.
         A TLS listener that does not answer plaintext with an alert (Kafka's does, see
-        ``ConnectionProtocol``) looks like this."""
+        ``ConnectionProtocol``) looks like this. ``tls=True``: the same after a TLS
+        handshake (a server that rejects a TLS 1.3 client certificate without an alert)."""
         return (
             type(exc) is E.KafkaConnectionError
-            and not self.config.uses_ssl
+            and self.config.uses_ssl == tls
             and self._transport is not None
             and self._proto.bytes_received == 0
             and not self.api_versions
@@ -292,6 +300,8 @@ class BrokerConnection(asyncio.BufferedProtocol):
 
     async def _mechanism(self) -> SaslMechanism:
         cfg = self.config
+        if cfg.sasl_mechanism.upper() == "GSSAPI":
+            return await self._gssapi_mechanism()
         if cfg.sasl_mechanism.upper() == "OAUTHBEARER":
             provider = cfg.oauth_token_provider  # the callable or the OIDC retriever
             assert provider is not None  # enforced by ClientConfig.validate
@@ -300,6 +310,32 @@ class BrokerConnection(asyncio.BufferedProtocol):
         return create_mechanism(
             cfg.sasl_mechanism, username=cfg.sasl_plain_username, password=cfg.sasl_plain_password
         )
+
+    async def _gssapi_mechanism(self) -> SaslMechanism:
+        import anyio
+
+        from aiokafka_lite.net.gssapi import GssapiMechanism
+
+        cfg = self.config
+        mech = GssapiMechanism(
+            self.host,
+            service_name=cfg.sasl_kerberos_service_name,
+            domain_name=cfg.sasl_kerberos_domain_name,
+            keytab=cfg.sasl_kerberos_keytab,
+            principal=cfg.sasl_kerberos_principal,
+        )
+        # The KDC round trips block: a worker thread, bounded by the request timeout (an
+        # abandoned thread ends when the Kerberos library's own KDC timeout fires).
+        timeout = cfg.request_timeout_ms / 1000
+        try:
+            with anyio.fail_after(timeout):
+                await anyio.to_thread.run_sync(mech.prepare, abandon_on_cancel=True)
+        except TimeoutError:
+            raise E.KerberosError(
+                f"GSSAPI (Kerberos): no answer from the KDC within {timeout:.0f} s (request_timeout_ms) "
+                "while getting a ticket for the broker: check the KDC in krb5.conf (KRB5_CONFIG)"
+            ) from None
+        return mech
 
     async def _authenticate(self) -> None:
         timeout = self.config.request_timeout_ms / 1000
@@ -568,6 +604,9 @@ class BrokerConnection(asyncio.BufferedProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._state != "closed":
+            if self.config.uses_ssl and (rejected := _certificate_error(self, exc)) is not None:
+                self._fail(rejected)
+                return
             reason = f": {describe_error(exc)}" if exc else ""
             self._fail(
                 E.KafkaConnectionError(
@@ -703,7 +742,7 @@ async def _open_tcp(conn: BrokerConnection) -> None:
     loop = asyncio.get_running_loop()
     ctx: ssl.SSLContext | None = None
     if cfg.uses_ssl:
-        ctx = cfg.ssl_context or ssl.create_default_context()
+        ctx = cfg.client_ssl_context()
     timeout = cfg.socket_connection_setup_timeout_ms / 1000
     try:
         async with asyncio.timeout(timeout):
@@ -730,6 +769,8 @@ async def _open_tcp(conn: BrokerConnection) -> None:
         except ssl.SSLError as e:
             if _tls_spoken_to_plaintext(e):
                 raise _plaintext_listener_error(conn, e) from e
+            if (rejected := _certificate_error(conn, e)) is not None:
+                raise rejected from e
             raise E.KafkaConnectionError(
                 f"TLS handshake with {conn.host}:{conn.port} failed: {describe_error(e)}"
             ) from e
@@ -762,6 +803,43 @@ def _tls_spoken_to_plaintext(exc: ssl.SSLError) -> bool:
     return getattr(exc, "reason", None) in _NOT_TLS_REASONS
 
 
+# TLS alerts a server sends when it rejects the client's certificate (mutual TLS). With
+# TLS 1.3 the client has finished its handshake when the alert arrives, so it surfaces on
+# the first read (the ApiVersions answer), not from the handshake.
+_CLIENT_CERT_REJECTED: Final = frozenset(
+    {
+        "TLSV13_ALERT_CERTIFICATE_REQUIRED",
+        "SSLV3_ALERT_BAD_CERTIFICATE",
+        "SSLV3_ALERT_CERTIFICATE_UNKNOWN",
+        "SSLV3_ALERT_CERTIFICATE_EXPIRED",
+        "SSLV3_ALERT_CERTIFICATE_REVOKED",
+        "SSLV3_ALERT_UNSUPPORTED_CERTIFICATE",
+        "TLSV1_ALERT_UNKNOWN_CA",
+        "TLSV1_ALERT_ACCESS_DENIED",
+        "SSLV3_ALERT_HANDSHAKE_FAILURE",
+    }
+)
+
+
+def _certificate_error(conn: BrokerConnection, exc: BaseException | None) -> E.SslAuthenticationError | None:
+    """The typed error for a handshake in which the broker rejected our certificate, if
+    ``exc`` (or what it wraps: anyio's stream errors carry the ``SSLError`` as their
+    cause) is one. (A broker certificate we do not trust stays a connection error, as
+    before: another bootstrap server may present a good one.)"""
+    seen = 0
+    while exc is not None and seen < 4:
+        if isinstance(exc, ssl.SSLError) and getattr(exc, "reason", None) in _CLIENT_CERT_REJECTED:
+            return E.SslAuthenticationError(
+                f"mTLS: {conn.host}:{conn.port} rejected the client certificate (TLS alert "
+                f"{exc.reason}): the listener wants one signed by a CA it trusts "
+                "(ssl.client.auth=required); check that ssl_certfile is set, not expired, "
+                "and issued by that CA"
+            )
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return None
+
+
 def _plaintext_listener_error(conn: BrokerConnection, exc: BaseException) -> E.SecurityProtocolMismatchError:
     return E.SecurityProtocolMismatchError(
         f"TLS handshake with {conn.host}:{conn.port} failed ({describe_error(exc)}): the broker "
@@ -789,7 +867,7 @@ async def _open_stream(conn: BrokerConnection) -> None:
         raise E.IllegalStateError("on trio a connection needs the task group of a started client")
     ctx: ssl.SSLContext | None = None
     if cfg.uses_ssl:
-        ctx = cfg.ssl_context or ssl.create_default_context()
+        ctx = cfg.client_ssl_context()
     timeout = cfg.socket_connection_setup_timeout_ms / 1000
     stream: anyio.abc.ByteStream
     try:
@@ -806,6 +884,8 @@ async def _open_stream(conn: BrokerConnection) -> None:
     except ssl.SSLError as e:
         if _tls_spoken_to_plaintext(e):
             raise _plaintext_listener_error(conn, e) from e
+        if (rejected := _certificate_error(conn, e)) is not None:
+            raise rejected from e
         raise E.KafkaConnectionError(
             f"TLS handshake with {conn.host}:{conn.port} failed: {describe_error(e)}"
         ) from e
