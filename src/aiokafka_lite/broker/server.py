@@ -31,6 +31,7 @@ from aiokafka_lite.broker.api.fastpath import decode_produce_request, parse_requ
 from aiokafka_lite.broker.context import EncodedResponse, HandlerRegistry, RequestContext
 from aiokafka_lite.broker.faults import Faults, ObservedRequest
 from aiokafka_lite.broker.sasl import ServerMechanism
+from aiokafka_lite.broker.tls_principal import tls_principal
 from aiokafka_lite.broker.state import ClusterState
 from aiokafka_lite.core.errors import (
     AuthenticationError,
@@ -226,6 +227,11 @@ class _Connection(asyncio.Protocol):
         transport.set_write_buffer_limits(high=1024 * 1024)
         peer = transport.get_extra_info("peername")
         self.client_host = str(peer[0]) if peer else ""
+        ssl_object = transport.get_extra_info("ssl_object")
+        if ssl_object is not None and ssl_object.getpeercert():
+            # Mutual TLS: the certificate's subject names the principal until SASL (if the
+            # listener has it) authenticates someone, as Kafka's default principal builder.
+            self.principal = tls_principal(ssl_object.getpeercert())
         if len(self.broker.connections) >= self.broker.state.config.max_connections:
             log.warning("broker %d: too many connections, closing %s", self.broker.node_id, self.id)
             transport.abort()
