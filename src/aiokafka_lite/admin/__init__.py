@@ -1,5 +1,6 @@
 """Cluster administration: ``Admin`` and its typed inputs and results."""
 
+from aiokafka_lite.admin.acls import DeleteAclsResult
 from aiokafka_lite.admin.client import Admin
 from aiokafka_lite.admin.consumer_groups import ConsumerGroupDescription, ConsumerGroupMember
 from aiokafka_lite.admin.credentials import (
@@ -59,9 +60,27 @@ from aiokafka_lite.admin.types import (
     TopicDescription,
     TopicListing,
 )
+from aiokafka_lite.core.acls import (
+    AccessControlEntry,
+    AccessControlEntryFilter,
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourcePattern,
+    ResourcePatternFilter,
+    ResourceType,
+)
 
 __all__ = [
     "AbortTransactionSpec",
+    "AccessControlEntry",
+    "AccessControlEntryFilter",
+    "AclBinding",
+    "AclBindingFilter",
+    "AclOperation",
+    "AclPermissionType",
     "Admin",
     "AlterConfigOp",
     "AlterConfigOpType",
@@ -80,6 +99,7 @@ __all__ = [
     "ConsumerGroupMember",
     "CreateTopicResult",
     "DelegationToken",
+    "DeleteAclsResult",
     "DeleteRecordsResult",
     "FenceProducerResult",
     "GroupDescription",
@@ -94,11 +114,15 @@ __all__ = [
     "OffsetSpec",
     "PartitionDescription",
     "PartitionProducerState",
+    "PatternType",
     "ProducerState",
     "QuorumInfo",
     "QuorumNode",
     "QuorumReplicaState",
     "RaftVoterEndpoint",
+    "ResourcePattern",
+    "ResourcePatternFilter",
+    "ResourceType",
     "Result",
     "Results",
     "ScramCredentialInfo",

@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
+from aiokafka_lite.admin import acls as _acls
 from aiokafka_lite.admin import configs as _configs
 from aiokafka_lite.admin import consumer_groups as _consumer_groups
 from aiokafka_lite.admin import credentials as _credentials
@@ -30,7 +31,7 @@ from aiokafka_lite.admin import records as _records
 from aiokafka_lite.admin import share_groups as _share_groups
 from aiokafka_lite.admin import topics as _topics
 from aiokafka_lite.admin import transactions as _transactions
-from aiokafka_lite.admin import transactions as _transactions
+from aiokafka_lite.admin.acls import DeleteAclsResult
 from aiokafka_lite.admin.consumer_groups import ConsumerGroupDescription
 from aiokafka_lite.admin.requests import AdminRequests, Route
 from aiokafka_lite.admin.share_groups import ShareGroupDescription, ShareGroupOffset
@@ -55,6 +56,7 @@ from aiokafka_lite.admin.types import (
     TopicListing,
 )
 from aiokafka_lite.core import errors as E
+from aiokafka_lite.core.acls import AclBinding, AclBindingFilter
 from aiokafka_lite.core.client_metrics import track
 from aiokafka_lite.core.health import Health, build_health
 from aiokafka_lite.core.structs import TopicPartition
@@ -213,8 +215,15 @@ class Admin:
         """Partitions, leaders and replicas per topic; unknown topics fail per item."""
         return await _topics.describe_topics(self._requests, names, timeout_ms=timeout_ms)
 
-    async def describe_cluster(self, *, timeout_ms: float | None = None) -> ClusterDescription:
-        return await _topics.describe_cluster(self._requests, timeout_ms=timeout_ms)
+    async def describe_cluster(
+        self, *, include_authorized_operations: bool = False, timeout_ms: float | None = None
+    ) -> ClusterDescription:
+        """Brokers, controller and cluster id; ``include_authorized_operations=True``
+        also asks which CLUSTER operations the client's principal may do
+        (``ClusterDescription.authorized_operations``, None when not asked)."""
+        return await _topics.describe_cluster(
+            self._requests, include_authorized_operations=include_authorized_operations, timeout_ms=timeout_ms
+        )
 
     # ------------------------------------------------------------------ configs
 
@@ -475,6 +484,28 @@ class Admin:
         await _quorum.unregister_controller(self._requests, controller_id, timeout_ms=timeout_ms)
 
     # ------------------------------------------------------------------ ACLs and authorized operations
+
+    async def create_acls(
+        self, bindings: Iterable[AclBinding], *, timeout_ms: float | None = None
+    ) -> Results[AclBinding, Result]:
+        """Create ACL bindings (Java's ``createAcls``); per binding, ``Result()`` or its
+        error (``InvalidRequestError`` for one the broker refuses). A broker without an
+        authorizer answers ``SecurityDisabledError``; a principal without ALTER on the
+        cluster ``ClusterAuthorizationFailedError`` (admin/acls.py)."""
+        return await _acls.create_acls(self._requests, bindings, timeout_ms=timeout_ms)
+
+    async def describe_acls(
+        self, acl_filter: AclBindingFilter | None = None, *, timeout_ms: float | None = None
+    ) -> list[AclBinding]:
+        """The ACL bindings ``acl_filter`` matches (Java's ``describeAcls``; default all)."""
+        return await _acls.describe_acls(self._requests, acl_filter, timeout_ms=timeout_ms)
+
+    async def delete_acls(
+        self, filters: Iterable[AclBindingFilter], *, timeout_ms: float | None = None
+    ) -> Results[AclBindingFilter, DeleteAclsResult]:
+        """Delete the ACL bindings each filter matches (Java's ``deleteAcls``); per
+        filter, the bindings it deleted or its error."""
+        return await _acls.delete_acls(self._requests, filters, timeout_ms=timeout_ms)
 
     # ------------------------------------------------------------------ SCRAM users, client quotas, delegation tokens
 

@@ -18,6 +18,7 @@ from aiokafka_lite.admin.types import (
     TopicListing,
 )
 from aiokafka_lite.core import errors as E
+from aiokafka_lite.core.acls import operations_from_bits
 from aiokafka_lite.net.metadata import BrokerInfo
 from aiokafka_lite.wire.message import Request
 from aiokafka_lite.wire.messages import (
@@ -209,7 +210,9 @@ async def describe_topics(
     return results(items, outcomes, lambda n, e: TopicDescription(name=n, error=e))
 
 
-async def describe_cluster(rq: AdminRequests, *, timeout_ms: float | None = None) -> ClusterDescription:
+async def describe_cluster(
+    rq: AdminRequests, *, include_authorized_operations: bool = False, timeout_ms: float | None = None
+) -> ClusterDescription:
     deadline = rq.deadline(timeout_ms)
     target = rq.client.least_loaded_node()
     try:
@@ -219,13 +222,28 @@ async def describe_cluster(rq: AdminRequests, *, timeout_ms: float | None = None
     except E.UnsupportedVersionError:
         version = -1
     if version >= 0:
-        resp = await rq.request(lambda v: DescribeClusterRequest(), "any", deadline)
+        resp = await rq.request(
+            lambda v: DescribeClusterRequest(
+                include_cluster_authorized_operations=include_authorized_operations
+            ),
+            "any",
+            deadline,
+        )
         assert isinstance(resp, DescribeClusterResponse)
         if resp.error_code:
             raise E.error_for(resp.error_code, resp.error_message)
         brokers = [BrokerInfo(b.broker_id, b.host, b.port, b.rack) for b in resp.brokers]
         return ClusterDescription(
-            sorted(brokers, key=lambda b: b.node_id), resp.controller_id, resp.cluster_id
+            sorted(brokers, key=lambda b: b.node_id),
+            resp.controller_id,
+            resp.cluster_id,
+            operations_from_bits(resp.cluster_authorized_operations)
+            if include_authorized_operations
+            else None,
+        )
+    if include_authorized_operations:
+        raise E.UnsupportedVersionError(
+            "authorized operations need DescribeCluster (Kafka 2.8+); this broker lacks it"
         )
     md = await _metadata(rq, [], deadline)
     brokers = [BrokerInfo(b.node_id, b.host, b.port, b.rack) for b in md.brokers]

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Generic, Protocol, TypeVar
 
+from aiokafka_lite.core.acls import AclOperation
 from aiokafka_lite.core.errors import KafkaError
 from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.net.metadata import BrokerInfo
@@ -146,6 +147,8 @@ class ClusterDescription:
     brokers: list[BrokerInfo]
     controller_id: int
     cluster_id: str | None
+    #: CLUSTER operations the principal may do (``describe_cluster(include_authorized_operations=True)``).
+    authorized_operations: frozenset[AclOperation] | None = None
 
 
 # ---------------------------------------------------------------------------- configs

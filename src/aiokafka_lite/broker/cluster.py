@@ -21,15 +21,12 @@ from types import TracebackType
 from typing import Any, Literal, Self
 
 from aiokafka_lite.broker.api import register_core_handlers
+from aiokafka_lite.broker.api.acls import install_authorization
+from aiokafka_lite.broker.authorizer import Authorizer
 from aiokafka_lite.broker.context import HandlerRegistry, Service
+from aiokafka_lite.broker.credentials import CredentialStore, credential_store
 from aiokafka_lite.broker.faults import Faults, Observer, RequestRecorder
-from aiokafka_lite.broker.sasl import (
-    ServerOAuthBearer,
-    ServerPlain,
-    ServerScram,
-    TokenValidator,
-    scram_credential,
-)
+from aiokafka_lite.broker.sasl import ServerPlain, ServerScram
 from aiokafka_lite.broker.server import BrokerServer, MechanismFactory, SaslSettings
 from aiokafka_lite.broker.state import SUPPORTED_FEATURES, BrokerConfig, BrokerInfo, ClusterState, Topic
 from aiokafka_lite.broker.storage import FsyncPolicy, Storage
@@ -76,13 +73,11 @@ class EmbeddedCluster:
     ``schema_registry=True`` also serves an ``EmbeddedSchemaRegistry`` (needs the
     ``[schemas]`` extra) on a free port of ``host`` for the cluster's lifetime; its
     address is :attr:`schema_registry_url`.
-    ``oauthbearer_validator`` turns on SASL OAUTHBEARER (alone, or next to the
-    ``sasl_mechanisms`` when ``sasl_users`` is given): it gets each bearer token and
-    returns the principal, e.g. ``broker.oidc.JwksTokenValidator(jwks_url,
-    expected_audience=...)`` for OIDC JWTs. ``connections_max_reauth_ms`` is Kafka's
-    ``connections.max.reauth.ms`` (KIP-368): sessions last that long (or until the token
-    expires, if sooner), clients re-authenticate on their connections, and a connection
-    whose session expired is closed at its next request.
+    ``authorizer=True`` enforces ACLs as Kafka's ``StandardAuthorizer`` does (create them
+    with ``Admin.create_acls``; :attr:`authorizer` holds them): ``super_users`` are
+    principals (``"User:admin"``) allowed everything (Kafka's ``super.users``), and
+    ``allow_everyone_if_no_acl_found`` is Kafka's setting of that name (default False).
+    A connection's principal is ``User:<SASL user>``, or ``User:ANONYMOUS`` without SASL.
     """
 
     def __init__(
@@ -105,8 +100,9 @@ class EmbeddedCluster:
         advertised_ports: Sequence[int] | None = None,
         features: Mapping[str, int] | None = None,
         schema_registry: bool = False,
-        oauthbearer_validator: TokenValidator | None = None,
-        connections_max_reauth_ms: int = 0,
+        authorizer: bool = False,
+        super_users: Sequence[str] = (),
+        allow_everyone_if_no_acl_found: bool = False,
     ) -> None:
         if brokers < 1:
             raise ConfigError("a cluster needs at least one broker")
@@ -127,17 +123,11 @@ class EmbeddedCluster:
         self._initial_topics = dict(topics or {})
         self._data_dir = data_dir
         self._fsync: FsyncPolicy = fsync
-        self._sasl = self._sasl_settings(sasl_users, sasl_mechanisms) if sasl_users is not None else None
-        if oauthbearer_validator is not None:
-            validator = oauthbearer_validator
-            if self._sasl is None:
-                self._sasl = SaslSettings({})
-            self._sasl.mechanisms = {
-                **self._sasl.mechanisms,
-                "OAUTHBEARER": lambda: ServerOAuthBearer(validator),
-            }
-        if self._sasl is not None:
-            self._sasl.max_reauth_ms = connections_max_reauth_ms
+        self._sasl = (
+            self._sasl_settings(sasl_users, sasl_mechanisms, credential_store(self.state))
+            if sasl_users is not None
+            else None
+        )
         self.sasl_users = dict(sasl_users) if sasl_users is not None else None
         self.ssl_context = ssl_context
         self.brokers: list[BrokerServer] = []
@@ -163,6 +153,15 @@ class EmbeddedCluster:
         self._services_started: list[Service] = []
         self.optional_parts: dict[str, bool] = {}
         self._want_schema_registry = schema_registry
+        # ACLs (broker/authorizer.py): Kafka's StandardAuthorizer with super.users and
+        # allow.everyone.if.no.acl.found; enforced once every handler is registered.
+        self.authorizer: Authorizer | None = (
+            Authorizer(super_users=super_users, allow_everyone_if_no_acl_found=allow_everyone_if_no_acl_found)
+            if authorizer
+            else None
+        )
+        if not authorizer and (super_users or allow_everyone_if_no_acl_found):
+            raise ConfigError("super_users and allow_everyone_if_no_acl_found need authorizer=True")
         self._schema_registry: Any = None  # EmbeddedSchemaRegistry while running
 
     @staticmethod
@@ -187,16 +186,25 @@ class EmbeddedCluster:
         self.config.features_epoch += 1
 
     @staticmethod
-    def _sasl_settings(users: Mapping[str, str], mechanisms: Sequence[str]) -> SaslSettings:
+    def _sasl_settings(
+        users: Mapping[str, str], mechanisms: Sequence[str], store: CredentialStore
+    ) -> SaslSettings:
+        # SCRAM logins read the cluster's credential store (broker/credentials.py), which
+        # AlterUserScramCredentials and the delegation-token APIs change while it runs.
         factories: dict[str, MechanismFactory] = {}
         users = dict(users)
+        if any(m.startswith("SCRAM-") for m in mechanisms):
+            for user, password in users.items():
+                store.add_password(user, password)
+            store.enable_tokens()
         for name in mechanisms:
             if name == "PLAIN":
                 factories[name] = lambda: ServerPlain(users)
             elif name in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
                 h: Any = name.removeprefix("SCRAM-")
-                creds = {u: scram_credential(pw, h) for u, pw in users.items()}
-                factories[name] = lambda creds=creds, h=h: ServerScram(creds, h)  # type: ignore[misc]
+                factories[name] = lambda h=h: ServerScram(  # type: ignore[misc]
+                    store.credentials(h), h, token_credentials=store.token_logins(h)
+                )
             else:
                 raise ConfigError(f"unsupported SASL mechanism {name!r}")
         return SaslSettings(factories)
@@ -213,6 +221,8 @@ class EmbeddedCluster:
                 self.state.storage = storage
             register_core_handlers(self.registry, self.state)
             self._register_optional_parts()
+            if self.authorizer is not None:
+                install_authorization(self.registry, self.state, self.authorizer)
             for b in self.brokers:
                 await b.start(mark_alive=False)
             # All at once, so that loaded partitions keep their leaders.

@@ -49,6 +49,17 @@ class RequestContext:
     # SASL-authenticated with a delegation token (SCRAM tokenauth=true): such a connection
     # may not create, renew or expire tokens (Kafka's DELEGATION_TOKEN_REQUEST_NOT_ALLOWED).
     token_authenticated: bool = False
+    # The connection's Kafka principal when its listener decides it (e.g. "User:CN=app"
+    # from a TLS client certificate); None: derived from the SASL user.
+    listener_principal: str | None = None
+
+    @property
+    def kafka_principal(self) -> str:
+        """The principal the authorizer checks: the listener's, else ``User:<SASL user>``,
+        else ``User:ANONYMOUS`` (Kafka's principal of an unauthenticated connection)."""
+        if self.listener_principal is not None:
+            return self.listener_principal
+        return "User:ANONYMOUS" if self.principal is None else f"User:{self.principal}"
 
 
 @dataclass(slots=True)

@@ -32,6 +32,7 @@ from aiokafka_lite.core.errors import (
 from aiokafka_lite.wire.records import Compression
 
 if TYPE_CHECKING:
+    from aiokafka_lite.broker.authorizer import Authorizer
     from aiokafka_lite.broker.context import Service
     from aiokafka_lite.broker.storage import Storage
 
@@ -297,6 +298,9 @@ class ClusterState:
         self.group_configs: dict[str, dict[str, str]] = {}
         # Called with a connection's id when it closes (share sessions release their records).
         self.connection_listeners: list[Callable[[str], None]] = []
+        # ACLs and their enforcement (broker/authorizer.py); None: no authorizer, as Kafka
+        # without authorizer.class.name (everything allowed, ACL calls SECURITY_DISABLED).
+        self.authorizer: Authorizer | None = None
         self._next_producer_id = 1000
         self._listeners: list[MetadataListener] = []
         self._rr = 0  # round-robin start for new partitions' leaders

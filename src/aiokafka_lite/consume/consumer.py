@@ -217,6 +217,8 @@ class Consumer:
             committed_lookup=coordinator.fetch_committed if coordinator is not None else None,
             on_metadata=self._on_metadata,
         )
+        if coordinator is not None:  # a fatal group error wakes a waiting getmany, which raises it
+            coordinator.on_failure = self._fetcher.data_ready.set
         self._sub.add_listener(self)
         self._started = True
         if cfg.enable_metrics_push:  # KIP-714: the consumer's lifetime owns the push task

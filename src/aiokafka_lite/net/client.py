@@ -81,6 +81,13 @@ T = TypeVar("T")
 
 _METADATA_KEY: Final = MetadataRequest.API_KEY
 _FIND_COORDINATOR_KEY: Final = FindCoordinatorRequest.API_KEY
+# What a coordinator lookup's authorization error most likely means (an ACL is missing).
+_AUTHORIZATION_HINTS: Final = {
+    E.GroupAuthorizationFailedError.code: "no ACL allows {principal} to use group {key!r} "
+    "(a member needs Read on the group; describing it needs Describe)",
+    E.TransactionalIdAuthorizationFailedError.code: "no ACL allows {principal} to use "
+    "transactional id {key!r} (a transactional producer needs Write on it)",
+}
 _RETRIABLE_COORDINATOR: Final = frozenset({14, 15})  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE
 
 
@@ -403,6 +410,19 @@ class Client:
     @property
     def cluster(self) -> ClusterMetadata:
         return self._cluster
+
+    @property
+    def principal_hint(self) -> str:
+        """The broker's likely name for this client in ACLs, for error messages:
+        ``User:<name>`` for PLAIN/SCRAM logins, ``User:ANONYMOUS`` without SASL or TLS."""
+        cfg = self.config
+        if cfg.security_protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
+            if cfg.sasl_mechanism in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512") and cfg.sasl_plain_username:
+                return f"principal User:{cfg.sasl_plain_username}"
+            return "the client's principal"
+        if cfg.security_protocol == "SSL":
+            return "the client's principal (from its TLS certificate)"
+        return "principal User:ANONYMOUS"
 
     def _add_node(self, node_id: int, host: str, port: int) -> _Node:
         node = self._nodes.get(node_id)
@@ -1109,9 +1129,10 @@ class Client:
 
         def record(k: str, code: int, message: str | None, nid: int, host: str, port: int) -> None:
             if code:
-                out[k] = E.error_for(
-                    code, f"{key_type.name.lower()} coordinator for {k!r}: {message or ''}".rstrip(": ")
-                )
+                text = f"{key_type.name.lower()} coordinator for {k!r}: {message or ''}".rstrip(": ")
+                if code in _AUTHORIZATION_HINTS:
+                    text += "; " + _AUTHORIZATION_HINTS[code].format(principal=self.principal_hint, key=k)
+                out[k] = E.error_for(code, text)
             else:
                 self._add_node(nid, host, port)
                 out[k] = nid

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from aiokafka_lite.broker.api import (
+    acls,
     admin,
     fetch,
     log_offsets,
@@ -14,6 +15,7 @@ from aiokafka_lite.broker.api import (
 )
 from aiokafka_lite.broker.api.credentials import register as register_credentials
 from aiokafka_lite.broker.api.quotas import register as register_quotas
+from aiokafka_lite.broker.api.replicas import register as register_replicas
 from aiokafka_lite.broker.context import HandlerRegistry, RequestContext
 from aiokafka_lite.broker.state import ClusterState
 from aiokafka_lite.wire.message import Request, Response
@@ -37,12 +39,14 @@ def register_core_handlers(registry: HandlerRegistry, state: ClusterState) -> No
     quorum.register(registry, state)
     telemetry.register_telemetry_handlers(registry, state)
     # -- ACLs
+    acls.register(registry, state)
     # -- SCRAM credentials, client quotas, delegation tokens
     register_credentials(registry, state)
     register_quotas(registry, state)
     # -- transactions admin (ListTransactions, DescribeTransactions, DescribeProducers)
     transactions_admin.register(registry, state)  # DescribeProducers, WriteTxnMarkers
     # -- replicas, leaders, log dirs, features
+    register_replicas(registry, state)
     registry.register(SaslHandshakeRequest.API_KEY, _connection_level, 0, SaslHandshakeRequest.MAX_VERSION)
     registry.register(
         SaslAuthenticateRequest.API_KEY, _connection_level, 0, SaslAuthenticateRequest.MAX_VERSION

@@ -198,6 +198,10 @@ class GroupCoordinator:
         self._close_done: asyncio.Future[None] | None = None
         self._listener_error: BaseException | None = None
         self._crash: BaseException | None = None
+        #: Called once the group has failed for good (a fatal error such as
+        #: GROUP_AUTHORIZATION_FAILED, or a crash): the consumer wakes a waiting poll with it,
+        #: so the error is raised at once rather than after the poll's timeout.
+        self.on_failure: Callable[[], None] | None = None
         self._seen_subscription = (-1, False)
         self._frozen: set[TopicPartition] = set()
 
@@ -453,6 +457,8 @@ class GroupCoordinator:
                     continue
                 if self._membership_failed():
                     self._app_idle.set()
+                    if self.on_failure is not None:
+                        self.on_failure()
                     return
                 self._hb_wake.set()
                 deadline = self._m.next_deadline(now)
@@ -497,6 +503,8 @@ class GroupCoordinator:
                 exc if isinstance(exc, KafkaError) else KafkaError(f"group coordinator crashed: {exc!r}")
             )
         self._app_idle.set()
+        if self.on_failure is not None:
+            self.on_failure()
 
     def _check_metadata(self) -> None:
         if not self._m.is_leader or not self._m.assigned_topic_counts:
