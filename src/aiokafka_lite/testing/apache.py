@@ -260,6 +260,8 @@ class _Security:
             if mech == "PLAIN":
                 users = " ".join(f'user_{u}="{pw}"' for u, pw in self.sasl_users.items())
                 module = f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};"
+            elif mech == "OAUTHBEARER":  # the validator and its settings come from ``configs``
+                module = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"
             else:  # SCRAM credentials live in the metadata log (format --add-scram)
                 module = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
             out[f"listener.name.client.{mech.lower()}.sasl.jaas.config"] = module
@@ -296,6 +298,7 @@ class ApacheNode:
         internal_port: int | None = None,
         advertised_port: int | None = None,
         extra_classpath: Sequence[str] = (),
+        jvm_system_properties: Mapping[str, str] | None = None,
     ) -> None:
         self.node_id = node_id
         self.dir = workdir / f"node-{node_id}"
@@ -313,6 +316,7 @@ class ApacheNode:
         self.directory_id: uuid.UUID | None = None
         self._classpath = classpath
         self._extra_classpath = tuple(extra_classpath)
+        self._jvm_properties = [f"-D{k}={v}" for k, v in (jvm_system_properties or {}).items()]
         self._heap = heap
         self._proc: subprocess.Popen[bytes] | None = None
 
@@ -375,6 +379,7 @@ class ApacheNode:
             "-Djava.awt.headless=true",
             "-Dorg.slf4j.simpleLogger.showDateTime=true",
             "-Dorg.slf4j.simpleLogger.log.org.apache.kafka.clients=warn",
+            *self._jvm_properties,
             "-cp",
             os.pathsep.join([f"{self._classpath}/*", *self._extra_classpath]),
             main,
@@ -473,7 +478,8 @@ class ApacheCluster:
     ``configs`` are extra broker settings for every node. ``tls=(certfile, keyfile)``
     (PEM; an unencrypted key) makes the client listener speak TLS and ``sasl_users``
     (user -> password) SASL (PLAIN and SCRAM-SHA-256/512 unless ``sasl_mechanisms`` says
-    otherwise), like ``EmbeddedCluster``'s ``ssl_context``/``sasl_users``; replication
+    otherwise; ``"OAUTHBEARER"`` may be listed too, its validator set through ``configs``
+    and ``jvm_system_properties``, the ``-D`` properties of every node's JVM), like ``EmbeddedCluster``'s ``ssl_context``/``sasl_users``; replication
     and the launcher's own admin client then use a second, plaintext listener, as they do
     when ``advertised_ports`` (one per broker) make Metadata send clients to other ports
     (a test proxy in front of each broker). ``dynamic_quorum=True`` formats a KIP-853
@@ -503,19 +509,23 @@ class ApacheCluster:
         dynamic_quorum: bool = False,
         features: Mapping[str, int] | None = None,
         extra_classpath: Sequence[str | os.PathLike[str]] = (),
+        jvm_system_properties: Mapping[str, str] | None = None,
     ) -> None:
         # Feature levels set at format time (``kafka-storage format --feature name=level``),
         # e.g. {"transaction.version": 1} for a cluster without Transactions V2.
         self._features = dict(features or {})
         # Jars or class directories after Kafka's (a broker-side plugin a test compiled).
         self._extra_classpath = tuple(str(p) for p in extra_classpath)
+        # -D properties of every node's JVM, e.g. Kafka's OAUTHBEARER allowed-URLs list
+        # (org.apache.kafka.sasl.oauthbearer.allowed.urls).
+        self._jvm_system_properties = dict(jvm_system_properties or {})
         if brokers < 1:
             raise ApacheKafkaError("a cluster needs at least one broker")
         if advertised_ports is not None and len(advertised_ports) != brokers:
             raise ApacheKafkaError("advertised_ports must give one port per broker")
         self._advertised_ports = tuple(advertised_ports) if advertised_ports is not None else None
         self._dynamic_quorum = dynamic_quorum
-        unknown = sorted(set(sasl_mechanisms) - set(_SASL_MECHANISMS))
+        unknown = sorted(set(sasl_mechanisms) - {*_SASL_MECHANISMS, "OAUTHBEARER"})
         if sasl_users is not None and unknown:
             raise ApacheKafkaError(f"unsupported SASL mechanisms {unknown} (choose from {_SASL_MECHANISMS})")
         for user, pw in (sasl_users or {}).items():
@@ -566,6 +576,7 @@ class ApacheCluster:
                     else None,
                     advertised_port=self._advertised_ports[i] if self._advertised_ports else None,
                     extra_classpath=self._extra_classpath,
+                    jvm_system_properties=self._jvm_system_properties,
                 )
             )
         quorum = ",".join(f"{n.node_id}@{n.host}:{n.controller_port}" for n in self.nodes)
