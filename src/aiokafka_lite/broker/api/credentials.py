@@ -7,11 +7,11 @@ DescribeDelegationToken (KIP-48), over the cluster's ``CredentialStore``
 Validation and error codes as Kafka's (KafkaApis and the controller's
 ScramControlManager / DelegationTokenControlManager):
 
-* SCRAM alterations are judged per user, and a user with one bad alteration has all of
-  its alterations refused with that error: an unknown mechanism is
+* SCRAM alterations are judged per user, deletions first, and a request may alter a user
+  once (a second alteration of the same user, even of another mechanism, is
+  ``DUPLICATE_RESOURCE`` unless the first already failed): an unknown mechanism is
   ``UNSUPPORTED_SASL_MECHANISM``, an empty name or iterations outside 4096..16384
-  ``UNACCEPTABLE_CREDENTIAL``, the same (user, mechanism) twice in one request
-  ``DUPLICATE_RESOURCE``, deleting a credential that does not exist
+  ``UNACCEPTABLE_CREDENTIAL``, deleting a credential that does not exist
   ``RESOURCE_NOT_FOUND``. Describing an unknown user is ``RESOURCE_NOT_FOUND``, naming
   one twice ``DUPLICATE_RESOURCE``; no (or an empty) user list describes every user.
 * Token requests need a SASL-authenticated connection that was not itself authenticated
@@ -121,49 +121,55 @@ async def describe_user_scram_credentials(ctx: RequestContext, req: Request) -> 
 async def alter_user_scram_credentials(ctx: RequestContext, req: Request) -> Response:
     assert isinstance(req, AlterUserScramCredentialsRequest)
     store = credential_store(ctx.cluster)
+    # As Kafka's controller (ScramControlManager): one alteration per user and request;
+    # deletions are judged first, then upsertions; a user's first error is its answer.
     errors: dict[str, tuple[int, str]] = {}
+    deletions: dict[str, AlterUserScramCredentialsRequest.ScramCredentialDeletion] = {}
+    upsertions: dict[str, AlterUserScramCredentialsRequest.ScramCredentialUpsertion] = {}
     order: list[str] = []
-
-    def fail(user: str, code: int, message: str) -> None:
-        errors.setdefault(user, (code, message))
-
-    seen: dict[tuple[str, int], int] = {}
-    named = [(d.name, d.mechanism) for d in req.deletions] + [(u.name, u.mechanism) for u in req.upsertions]
-    for name, mechanism in named:
-        order.append(name)
-        seen[(name, mechanism)] = seen.get((name, mechanism), 0) + 1
-    for (user, _mech), count in seen.items():
-        if count > 1:
-            fail(
-                user,
-                E.DuplicateResourceError.code,
-                "A user credential cannot be altered twice in the same request",
-            )
+    duplicate = (
+        E.DuplicateResourceError.code,
+        "A user credential cannot be altered twice in the same request",
+    )
     for d in req.deletions:
+        order.append(d.name)
+        if d.name in errors:
+            continue
+        if deletions.pop(d.name, None) is not None:
+            errors[d.name] = duplicate
+            continue
         hash_ = SCRAM_MECHANISMS.get(d.mechanism)
         if not d.name:
-            fail(d.name, E.UnacceptableCredentialError.code, "Username must not be empty")
+            errors[d.name] = (E.UnacceptableCredentialError.code, "Username must not be empty")
         elif hash_ is None:
-            fail(d.name, E.UnsupportedSaslMechanismError.code, "Unknown SCRAM mechanism")
+            errors[d.name] = (E.UnsupportedSaslMechanismError.code, "Unknown SCRAM mechanism")
         elif d.name not in store.scram[hash_]:
-            fail(d.name, E.ResourceNotFoundError.code, _NOT_FOUND_DELETE)
+            errors[d.name] = (E.ResourceNotFoundError.code, _NOT_FOUND_DELETE)
+        else:
+            deletions[d.name] = d
     for u in req.upsertions:
+        order.append(u.name)
+        if u.name in errors:
+            continue
+        if deletions.pop(u.name, None) is not None or upsertions.pop(u.name, None) is not None:
+            errors[u.name] = duplicate
+            continue
         if not u.name:
-            fail(u.name, E.UnacceptableCredentialError.code, "Username must not be empty")
+            errors[u.name] = (E.UnacceptableCredentialError.code, "Username must not be empty")
         elif u.mechanism not in SCRAM_MECHANISMS:
-            fail(u.name, E.UnsupportedSaslMechanismError.code, "Unknown SCRAM mechanism")
+            errors[u.name] = (E.UnsupportedSaslMechanismError.code, "Unknown SCRAM mechanism")
         elif u.iterations < MIN_SCRAM_ITERATIONS:
-            fail(u.name, E.UnacceptableCredentialError.code, "Too few iterations")
+            errors[u.name] = (E.UnacceptableCredentialError.code, "Too few iterations")
         elif u.iterations > MAX_SCRAM_ITERATIONS:
-            fail(u.name, E.UnacceptableCredentialError.code, "Too many iterations")
-    for d in req.deletions:
-        if d.name not in errors:
-            store.scram[SCRAM_MECHANISMS[d.mechanism]].pop(d.name, None)
-    for u in req.upsertions:
-        if u.name not in errors:
-            store.upsert_salted(
-                u.name, SCRAM_MECHANISMS[u.mechanism], bytes(u.salt), u.iterations, bytes(u.salted_password)
-            )
+            errors[u.name] = (E.UnacceptableCredentialError.code, "Too many iterations")
+        else:
+            upsertions[u.name] = u
+    for d in deletions.values():
+        store.scram[SCRAM_MECHANISMS[d.mechanism]].pop(d.name, None)
+    for u in upsertions.values():
+        store.upsert_salted(
+            u.name, SCRAM_MECHANISMS[u.mechanism], bytes(u.salt), u.iterations, bytes(u.salted_password)
+        )
     Result = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
     results = []
     for user in dict.fromkeys(order):

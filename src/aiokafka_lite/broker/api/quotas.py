@@ -11,7 +11,8 @@ Validation as Kafka's controller (ClientQuotaControlManager) and metadata image
   ``consumer_byte_rate``, ``request_percentage``, ``controller_mutation_rate`` for users
   and client ids; ``connection_creation_rate`` for IPs), and the integer ones
   (byte rates, connection rate) take whole numbers;
-* a describe filter names each type once, EXACT with a name, DEFAULT and ANY without
+* a describe filter names known types (an unknown one is ``UNSUPPORTED_VERSION``, as
+  Kafka answers it), each once, EXACT with a name, DEFAULT and ANY without
   one, and does not combine ``ip`` with the others. ``strict`` matches entities made of
   exactly the filter's types, otherwise entities having at least them; an empty
   non-strict filter matches every entity.
@@ -124,6 +125,14 @@ async def alter_client_quotas(ctx: RequestContext, req: Request) -> Response:
 
 async def describe_client_quotas(ctx: RequestContext, req: Request) -> Response:
     assert isinstance(req, DescribeClientQuotasRequest)
+    for c in req.components:
+        if c.entity_type not in ENTITY_TYPES:
+            # Kafka's ClientQuotasImage answers an unknown type so (not INVALID_REQUEST).
+            return DescribeClientQuotasResponse(
+                error_code=E.UnsupportedVersionError.code,
+                error_message=f"Unsupported entity type {c.entity_type}",
+                entries=None,
+            )
     try:
         _check_types([c.entity_type for c in req.components], "filter component")
         for c in req.components:
