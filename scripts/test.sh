@@ -8,7 +8,7 @@
 # and mirror tests there also start Apache Kafka); (2) every client suite against Apache
 # Kafka, newest pinned 4.x (--kafka=apache); (3) a smaller client subset against Kafka
 # 4.0.x, then the share-group suites (and the Schema Registry's Kafka end-to-end tests)
-# against the newest 4.x, then tests/kafka4 (Kafka 4.x protocol tests on clusters of their
+# and tests/operators against the newest 4.x, then tests/kafka4 (Kafka 4.x protocol tests on clusters of their
 # own) and tests/differential. (1), (2) and (3) run side by side.
 # AIOKAFKA_LITE_APACHE_PASSES=0 skips passes 2 and 3 (quick local runs; CI runs them all).
 set -euo pipefail
@@ -82,6 +82,10 @@ SHARE_SUITES=(tests/share/test_share_contract.py tests/share/test_share_consumer
 # The differential suite (the same requests to Apache Kafka 4.4 and the embedded broker) goes
 # with them: it starts its own Apache broker too.
 KAFKA4_SUITES=(tests/kafka4 tests/differential)
+# The operators' admin calls and CLI commands (ACLs, SCRAM users, quotas, transactions,
+# reassignments, log dirs, features) on the lane's broker: this lane has the slack the
+# client-suite lane (tests/admin, tests/cli) no longer has.
+OPERATOR_SUITES=(tests/operators)
 
 # The Apache passes spend most of their time waiting (JVM start-up, group rebalances,
 # share-group joins, broker restarts), so they run beside the embedded pass rather than
@@ -102,6 +106,10 @@ apache_40_and_share_passes() {
     echo "== pytest --kafka=apache (Apache Kafka, newest pinned 4.x): share groups, Schema Registry"
     "${PYTEST[@]}" --kafka=apache --kafka-version=latest --durations=10 "${SHARE_SUITES[@]}" || return 1
     echo "(Apache Kafka latest, share groups: $((SECONDS - t0))s)"
+    t0=$SECONDS
+    echo "== pytest --kafka=apache (Apache Kafka, newest pinned 4.x): the operators' admin calls and CLI"
+    "${PYTEST[@]}" --kafka=apache --kafka-version=latest --durations=10 "${OPERATOR_SUITES[@]}" || return 1
+    echo "(Apache Kafka latest, operators: $((SECONDS - t0))s)"
     t0=$SECONDS
     echo "== pytest: Kafka 4.x protocol tests on clusters of their own, the differential suite"
     "${PYTEST[@]}" --durations=10 "${KAFKA4_SUITES[@]}" || return 1
