@@ -61,6 +61,7 @@ __all__ = [
     "EmbeddedOnlyError",
     "ThreadedApache",
     "kafka_classpath",
+    "kafka_tools_classpath",
     "resolve_version",
 ]
 
@@ -184,6 +185,35 @@ def kafka_classpath(version: str | None = None) -> Path:
             staging.rename(lib)
         done.write_text(version + "\n")
     return lib
+
+
+def kafka_tools_classpath(version: str | None = None) -> str:
+    """A Java classpath with Kafka ``version``'s jars plus its ``kafka-tools`` jar, for
+    running Kafka's command-line tools (``org.apache.kafka.tools.TransactionsCommand``,
+    ``MetadataQuorumCommand``...) with ``java -cp``; the jar is fetched with Maven on first use."""
+    version = resolve_version(version)
+    lib = kafka_classpath(version)
+    folder = _cache_root() / f"kafka-tools-{version}"
+    jar = folder / f"kafka-tools-{version}.jar"
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not jar.exists():
+            cmd = [
+                _mvn(),
+                "-B",
+                "-q",
+                "dependency:copy",
+                f"-Dartifact=org.apache.kafka:kafka-tools:{version}",
+                f"-DoutputDirectory={folder}",
+            ]
+            proc = subprocess.run(cmd, capture_output=True, text=True, cwd=folder, timeout=900)
+            if proc.returncode != 0 or not jar.exists():
+                raise ApacheKafkaError(
+                    f"Maven could not fetch org.apache.kafka:kafka-tools:{version} "
+                    f"(exit {proc.returncode}):\n{(proc.stdout + proc.stderr)[-2000:]}"
+                )
+    return f"{lib}/*:{folder}/*"
 
 
 def _free_port(host: str) -> int:
