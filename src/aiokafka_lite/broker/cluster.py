@@ -26,7 +26,7 @@ from aiokafka_lite.broker.authorizer import Authorizer
 from aiokafka_lite.broker.context import HandlerRegistry, Service
 from aiokafka_lite.broker.credentials import CredentialStore, credential_store
 from aiokafka_lite.broker.faults import Faults, Observer, RequestRecorder
-from aiokafka_lite.broker.sasl import ServerPlain, ServerScram
+from aiokafka_lite.broker.sasl import ServerOAuthBearer, ServerPlain, ServerScram, TokenValidator
 from aiokafka_lite.broker.server import BrokerServer, MechanismFactory, SaslSettings
 from aiokafka_lite.broker.state import SUPPORTED_FEATURES, BrokerConfig, BrokerInfo, ClusterState, Topic
 from aiokafka_lite.broker.storage import FsyncPolicy, Storage
@@ -73,6 +73,13 @@ class EmbeddedCluster:
     ``schema_registry=True`` also serves an ``EmbeddedSchemaRegistry`` (needs the
     ``[schemas]`` extra) on a free port of ``host`` for the cluster's lifetime; its
     address is :attr:`schema_registry_url`.
+    ``oauthbearer_validator`` turns on SASL OAUTHBEARER (alone, or next to the
+    ``sasl_mechanisms`` when ``sasl_users`` is given): it gets each bearer token and
+    returns the principal, e.g. ``broker.oidc.JwksTokenValidator(jwks_url,
+    expected_audience=...)`` for OIDC JWTs. ``connections_max_reauth_ms`` is Kafka's
+    ``connections.max.reauth.ms`` (KIP-368): sessions last that long (or until the token
+    expires, if sooner), clients re-authenticate on their connections, and a connection
+    whose session expired is closed at its next request.
     ``authorizer=True`` enforces ACLs as Kafka's ``StandardAuthorizer`` does (create them
     with ``Admin.create_acls``; :attr:`authorizer` holds them): ``super_users`` are
     principals (``"User:admin"``) allowed everything (Kafka's ``super.users``), and
@@ -100,6 +107,8 @@ class EmbeddedCluster:
         advertised_ports: Sequence[int] | None = None,
         features: Mapping[str, int] | None = None,
         schema_registry: bool = False,
+        oauthbearer_validator: TokenValidator | None = None,
+        connections_max_reauth_ms: int = 0,
         authorizer: bool = False,
         super_users: Sequence[str] = (),
         allow_everyone_if_no_acl_found: bool = False,
@@ -128,6 +137,16 @@ class EmbeddedCluster:
             if sasl_users is not None
             else None
         )
+        if oauthbearer_validator is not None:
+            validator = oauthbearer_validator
+            if self._sasl is None:
+                self._sasl = SaslSettings({})
+            self._sasl.mechanisms = {
+                **self._sasl.mechanisms,
+                "OAUTHBEARER": lambda: ServerOAuthBearer(validator),
+            }
+        if self._sasl is not None:
+            self._sasl.max_reauth_ms = connections_max_reauth_ms
         self.sasl_users = dict(sasl_users) if sasl_users is not None else None
         self.ssl_context = ssl_context
         self.brokers: list[BrokerServer] = []
