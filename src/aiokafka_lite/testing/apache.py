@@ -292,6 +292,8 @@ class _Security:
                 module = f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};"
             elif mech == "OAUTHBEARER":  # the validator and its settings come from ``configs``
                 module = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"
+            elif mech == "GSSAPI":  # Krb5LoginModule with the broker's keytab comes from ``configs``
+                continue
             else:  # SCRAM credentials live in the metadata log (format --add-scram)
                 module = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
             out[f"listener.name.client.{mech.lower()}.sasl.jaas.config"] = module
@@ -508,7 +510,8 @@ class ApacheCluster:
     ``configs`` are extra broker settings for every node. ``tls=(certfile, keyfile)``
     (PEM; an unencrypted key) makes the client listener speak TLS and ``sasl_users``
     (user -> password) SASL (PLAIN and SCRAM-SHA-256/512 unless ``sasl_mechanisms`` says
-    otherwise; ``"OAUTHBEARER"`` may be listed too, its validator set through ``configs``
+    otherwise; ``"OAUTHBEARER"`` and ``"GSSAPI"`` may be listed too, the validator or
+    the broker's Krb5LoginModule JAAS line set through ``configs``
     and ``jvm_system_properties``, the ``-D`` properties of every node's JVM), like ``EmbeddedCluster``'s ``ssl_context``/``sasl_users``; replication
     and the launcher's own admin client then use a second, plaintext listener, as they do
     when ``advertised_ports`` (one per broker) make Metadata send clients to other ports
@@ -555,7 +558,7 @@ class ApacheCluster:
             raise ApacheKafkaError("advertised_ports must give one port per broker")
         self._advertised_ports = tuple(advertised_ports) if advertised_ports is not None else None
         self._dynamic_quorum = dynamic_quorum
-        unknown = sorted(set(sasl_mechanisms) - {*_SASL_MECHANISMS, "OAUTHBEARER"})
+        unknown = sorted(set(sasl_mechanisms) - {*_SASL_MECHANISMS, "OAUTHBEARER", "GSSAPI"})
         if sasl_users is not None and unknown:
             raise ApacheKafkaError(f"unsupported SASL mechanisms {unknown} (choose from {_SASL_MECHANISMS})")
         for user, pw in (sasl_users or {}).items():
