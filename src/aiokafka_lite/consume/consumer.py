@@ -51,6 +51,7 @@ from aiokafka_lite.core import errors as E
 from aiokafka_lite.core import tracing_hook as _otel
 from aiokafka_lite.core.client_metrics import track
 from aiokafka_lite.core.health import Health, build_health
+from aiokafka_lite.core.serialization import ContextCall, context_deserializer, plain_call
 from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.net import Client, ClientConfig, ClusterMetadata
 from aiokafka_lite.net.metadata import fatal_topic_error
@@ -144,8 +145,19 @@ class Consumer:
         self._close_task: asyncio.Task[None] | None = None
         #: Tracing of this consumer's own tracer_provider (else aiokafka_lite.integrations.otel's global one).
         self._tracing = _otel.client_tracing(self.config.tracer_provider)
-        self._kd = self.config.key_deserializer
-        self._vd = self.config.value_deserializer
+        self._kd: Any = self.config.key_deserializer
+        self._vd: Any = self.config.value_deserializer
+        # Deserializers that see the topic, field and headers (decided once): _kd/_vd become
+        # ContextCall objects (a plain one beside a context one is wrapped), decoded in context.
+        kc = context_deserializer(self._kd)
+        vc = context_deserializer(self._vd)
+        self._contextual = kc is not None or vc is not None
+        if self._contextual:
+            self._kd = kc or plain_call(self._kd)
+            self._vd = vc or plain_call(self._vd)
+        #: A record's deserializer needs I/O first: (call, data, ctx, tp, offset), awaited by the
+        #: async paths before they decode on (nothing of that record was handed out).
+        self._unresolved: tuple[ContextCall, Any, Any, TopicPartition, int] | None = None
         # The chunk being handed out by __anext__. ``_stop`` is where the fast path stops:
         # the end of the chunk, or the next fairness check point before it.
         self._recs: list[Record] = _EMPTY
@@ -703,12 +715,17 @@ class Consumer:
                 fetcher.consumed()
                 continue
             try:
-                recs = cf.next_records(pos, self._kd, self._vd)
+                recs = cf.next_records(pos, self._kd, self._vd, self._contextual)
             except E.KafkaError:
                 fetcher.halted.add(tp)
                 raise
             if recs:
                 return cf, st, recs
+            if cf.unresolved is not None:  # the record at the position needs I/O: see _resolve
+                call, data, ctx, offset = cf.unresolved
+                cf.unresolved = None
+                self._unresolved = (call, data, ctx, tp, offset)
+                return None
             # Exhausted: move past trailing control/aborted/compacted offsets.
             if cf.next_fetch_offset > pos:
                 epoch = cf.last_epoch
@@ -718,6 +735,25 @@ class Consumer:
                 raise cf.error  # the completed fetch stays: raised again until a seek
             buffer.done(cf)
             fetcher.consumed()
+
+    async def _resolve(self) -> None:
+        """Await the deserializer's async path for the record at a position (a schema not cached
+        yet): nothing of it was handed out, so a cancellation or failure here leaves the position
+        at that record. A failure is raised as RecordDeserializationError; the next call retries."""
+        pending = self._unresolved
+        assert pending is not None
+        self._unresolved = None
+        call, data, ctx, tp, offset = pending
+        try:
+            await call.resolve(data, ctx)
+        except Exception as exc:
+            raise E.RecordDeserializationError(
+                f"{tp.topic}-{tp.partition}: cannot deserialize the record at offset {offset}: {exc!r}. "
+                "The position stays at this record; the next call tries again",
+                tp.topic,
+                tp.partition,
+                offset,
+            ) from exc
 
     def __aiter__(self) -> Consumer:
         return self
@@ -775,6 +811,9 @@ class Consumer:
                 continue
             ready.clear()
             chunk = self._next_chunk()
+            if chunk is None and self._unresolved is not None:
+                await self._resolve()
+                continue
             if chunk is not None:
                 cf, st, recs = chunk
                 self._cur_cf = cf
@@ -869,8 +908,12 @@ class Consumer:
                     return out  # the error surfaces on the next call
                 raise
             if out:
+                self._unresolved = None  # decoded (and resolved) again on the next call
                 self._count_delivered(out)
                 return out
+            if self._unresolved is not None:
+                await self._resolve()
+                continue
             remaining = deadline - loop.time()
             if remaining <= 0:
                 # Nothing buffered: let the fetcher (and everyone else) run, or a loop of

@@ -15,6 +15,8 @@ from typing import Any
 
 from aiokafka_lite.core.errors import ConfigError
 from aiokafka_lite.core.options import Options, at_least, between, one_of, option
+from aiokafka_lite.core.serialization import Deserializer as ContextDeserializer
+from aiokafka_lite.core.serialization import context_deserializer
 
 __all__ = ["ConsumerConfig"]
 
@@ -69,8 +71,15 @@ class ConsumerConfig(Options):
         True, "Use incremental fetch sessions (KIP-227) to shrink fetch requests."
     )
     client_rack: str = option("", "Rack id sent with fetches (follower fetching, KIP-392).")
-    key_deserializer: Deserializer | None = option(None, "Callable applied to every record key.")
-    value_deserializer: Deserializer | None = option(None, "Callable applied to every record value.")
+    key_deserializer: Deserializer | ContextDeserializer | None = option(
+        None,
+        "Applied to every record key: a callable f(key), or an object with deserialize(key, ctx) that "
+        "sees the topic, the field and the record's headers (aiokafka_lite.core.serialization).",
+        type_check=False,
+    )
+    value_deserializer: Deserializer | ContextDeserializer | None = option(
+        None, "Applied to every record value (as key_deserializer).", type_check=False
+    )
     exclude_internal_topics: bool = option(
         True, "Pattern subscriptions never match internal topics (e.g. __consumer_offsets)."
     )
@@ -139,8 +148,10 @@ class ConsumerConfig(Options):
             raise ConfigError("group_instance_id needs a group_id")
         for name in ("key_deserializer", "value_deserializer"):
             value = getattr(self, name)
-            if value is not None and not callable(value):
-                raise ConfigError(f"{name}: must be callable")
+            if value is not None and not callable(value) and context_deserializer(value) is None:
+                raise ConfigError(
+                    f"{name}: must be callable, or an object with a deserialize(data, ctx) method (got {value!r})"
+                )
         if self.group_protocol == "consumer":
             # As the Java client: with this protocol the broker owns these (group configs).
             owned_by_broker = {

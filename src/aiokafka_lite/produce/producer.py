@@ -20,6 +20,12 @@ Semantics follow the Java producer; the deliberate differences:
 * A batch is compressed when it is full (or when drained), not while appending; the
   compression ratio estimate sizes later batches so they stay near ``batch_size`` on the
   wire. ``buffer_memory`` counts each open batch's (uncompressed) size limit.
+* Serializers that see their context (``serialize(data, ctx)``: topic, key or value, the headers
+  as a list they may append to; see ``core/serialization``) run on the async side of ``send``,
+  ``enqueue`` and ``enqueue_batch``/``send_batch`` (record by record), before the synchronous
+  append: when one needs I/O (a schema registry lookup not cached yet) its ``serialize_async`` is
+  awaited there, so the event loop never blocks. Plain ``Callable[[Any], bytes]`` serializers
+  keep their path unchanged; which kind a serializer is is decided once, in ``__init__``.
 * Python ``asyncio`` has one thread: a tight loop of ``enqueue`` without awaits that
   suspend does not let the sender run until buffer memory runs out (then it does).
 """
@@ -38,6 +44,13 @@ from aiokafka_lite.core import errors as E
 from aiokafka_lite.core import tracing_hook as _otel
 from aiokafka_lite.core.client_metrics import track
 from aiokafka_lite.core.health import Health, build_health
+from aiokafka_lite.core.serialization import (
+    ContextCall,
+    MessageField,
+    SerializationContext,
+    context_serializer,
+    plain_call,
+)
 from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.net import Client, ClientConfig
 from aiokafka_lite.net.telemetry import TelemetryReporter, start_reporter
@@ -191,8 +204,19 @@ class Producer:
         self._sender = self._new_sender()
         self._custom_partitioner = None if isinstance(cfg.partitioner, str) else cfg.partitioner
         self._keyed = cfg.partitioner == "default" and not cfg.partitioner_ignore_keys
-        self._key_serializer = cfg.key_serializer
-        self._value_serializer = cfg.value_serializer
+        self._key_serializer: Any = cfg.key_serializer
+        self._value_serializer: Any = cfg.value_serializer
+        key_ctx = context_serializer(cfg.key_serializer)
+        value_ctx = context_serializer(cfg.value_serializer)
+        #: A serializer sees its context: keys and values (plain serializers too) are serialized
+        #: by _serialize_in_context before the append, which then only checks bytes.
+        self._contextual = key_ctx is not None or value_ctx is not None
+        self._key_ctx: ContextCall | None = None
+        self._value_ctx: ContextCall | None = None
+        if self._contextual:
+            self._key_ctx = key_ctx or plain_call(cfg.key_serializer)
+            self._value_ctx = value_ctx or plain_call(cfg.value_serializer)
+            self._key_serializer = self._value_serializer = None
         self._max_record = min(cfg.max_request_size, cfg.buffer_memory)
         #: Largest record-size bound the fast path accepts without the detailed check.
         self._max_plain = self._max_record - BATCH_OVERHEAD
@@ -470,6 +494,22 @@ class Producer:
             )
 
     # -- producing ---------------------------------------------------------------------------
+
+    async def _serialize_in_context(
+        self, topic: str, key: Any, value: Any, headers: Headers | None
+    ) -> tuple[Any, Any, Headers | None]:
+        """Key and value through serializers that see the topic, the field and the headers (a
+        list they may append to); a serializer that needs I/O first is awaited on its async path."""
+        if self._refused:
+            raise self._refusal()
+        hdrs = list(headers) if headers else []
+        kc = self._key_ctx
+        if kc is not None and key is not None:
+            key = await _call_in_context(kc, key, SerializationContext(topic, MessageField.KEY, hdrs))
+        vc = self._value_ctx
+        if vc is not None and value is not None:
+            value = await _call_in_context(vc, value, SerializationContext(topic, MessageField.VALUE, hdrs))
+        return key, value, hdrs or None
 
     def _serialize(self, key: Any, value: Any) -> tuple[Bytes | None, Bytes | None]:
         ks = self._key_serializer
@@ -809,6 +849,8 @@ class Producer:
         headers: Headers | None,
     ) -> RecordFuture:
         """``enqueue`` past its inlined fast path (and the traced sends' untraced part)."""
+        if self._contextual:
+            key, value, headers = await self._serialize_in_context(topic, key, value, headers)
         batch, index = self._append(topic, value, key, partition, timestamp_ms, headers)
         if batch is None:
             batch, index = await self._append_slow(topic, partition, headers, index)
@@ -835,6 +877,8 @@ class Producer:
             return await tracing.send(
                 self._enqueue_general, self, topic, value, key, partition, timestamp_ms, headers
             )
+        if self._contextual:
+            key, value, headers = await self._serialize_in_context(topic, key, value, headers)
         batch, index = self._append(topic, value, key, partition, timestamp_ms, headers)
         if batch is None:
             batch, index = await self._append_slow(topic, partition, headers, index)
@@ -870,6 +914,9 @@ class Producer:
                 result.add(fut)
             return result
         result = BatchResult()
+        if self._contextual:  # record by record: each serializer call gets its record's context
+            await self._enqueue_each(topic, values, keys, headers, partition, timestamp_ms, result)
+            return result
         vs = self._value_serializer
         if vs is not None:
             values = (vs(v) if v is not None else None for v in values)
@@ -991,9 +1038,12 @@ class Producer:
         hdr_iter = iter(headers) if headers is not None else None
         add_run = result._add_run
         append = self._append
+        contextual = self._contextual
         for value in values:
             key = next(key_iter, None) if key_iter is not None else None
             hdrs = next(hdr_iter, None) if hdr_iter is not None else None
+            if contextual:
+                key, value, hdrs = await self._serialize_in_context(topic, key, value, hdrs)
             batch, index = append(topic, value, key, partition, timestamp_ms, hdrs, False)
             if batch is None:
                 batch, index = await self._append_slow(topic, partition, hdrs, index)
@@ -1151,3 +1201,14 @@ class Producer:
 
 
 _ = TopicPartition  # re-exported type used in annotations by callers
+
+
+async def _call_in_context(call: ContextCall, data: Any, ctx: SerializationContext) -> Any:
+    """``call.sync(data, ctx)``; when it needs I/O first, its awaitable path (the event loop keeps
+    running while a registry answers)."""
+    try:
+        return call.sync(data, ctx)
+    except E.SerializerNotReadyError:
+        if call.resolve is None:
+            raise
+    return await call.resolve(data, ctx)

@@ -15,6 +15,8 @@ from typing import Any
 
 from aiokafka_lite.core.errors import ConfigError
 from aiokafka_lite.core.options import Options, at_least, between, option
+from aiokafka_lite.core.serialization import Serializer as ContextSerializer
+from aiokafka_lite.core.serialization import context_serializer
 from aiokafka_lite.wire.compression import Compression, validate_level
 
 __all__ = ["ProducerConfig", "Serializer"]
@@ -162,11 +164,18 @@ class ProducerConfig(Options):
         at_least(0),
     )
     # -- serialization ----------------------------------------------------------------
-    key_serializer: Serializer | None = option(
-        None, "Callable applied to every key; without it keys must be bytes-like or None."
+    key_serializer: Serializer | ContextSerializer | None = option(
+        None,
+        "Turns every key into bytes: a callable f(key), or an object with serialize(key, ctx) that "
+        "sees the topic, the field and the headers (aiokafka_lite.core.serialization); without it "
+        "keys must be bytes-like or None.",
+        type_check=False,
     )
-    value_serializer: Serializer | None = option(
-        None, "Callable applied to every value; without it values must be bytes-like or None."
+    value_serializer: Serializer | ContextSerializer | None = option(
+        None,
+        "Turns every value into bytes: a callable f(value), or an object with serialize(value, ctx) "
+        "(as key_serializer; it may append headers); without it values must be bytes-like or None.",
+        type_check=False,
     )
     # -- transactions (see produce/transaction.py) ------------------------------------
     transactional_id: str | None = option(
@@ -206,8 +215,10 @@ class ProducerConfig(Options):
     def validate(self) -> None:
         for name in ("key_serializer", "value_serializer"):
             value = getattr(self, name)
-            if value is not None and not callable(value):
-                raise ConfigError(f"{name}: must be callable")
+            if value is not None and not callable(value) and context_serializer(value) is None:
+                raise ConfigError(
+                    f"{name}: must be callable, or an object with a serialize(data, ctx) method (got {value!r})"
+                )
         if self.retry_backoff_max_ms < self.retry_backoff_ms:
             raise ConfigError("retry_backoff_max_ms must be >= retry_backoff_ms")
         if self.delivery_timeout_ms < self.linger_ms + self.request_timeout_ms:

@@ -16,6 +16,12 @@ Two steps with different timing:
 Errors are positional: a corrupt batch (or a failing deserializer) ends the
 completed fetch with an error that the consumer raises once it has handed out every
 record before it, so the position then names the offending offset.
+
+Context deserializers (``deserialize(data, ctx)``, see ``core/serialization``) get the topic, the
+field and the record's headers. One that needs I/O for a record (a schema not cached yet) raises
+``SerializerNotReadyError``: the records before it are handed out, the batch stays current and
+``unresolved`` names the call to await; once the consumer has awaited it, the batch is decoded
+again from that record.
 """
 
 from __future__ import annotations
@@ -26,7 +32,13 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from aiokafka_lite.consume.record import Record
-from aiokafka_lite.core.errors import CorruptRecordError, KafkaError, RecordDeserializationError
+from aiokafka_lite.core.errors import (
+    CorruptRecordError,
+    KafkaError,
+    RecordDeserializationError,
+    SerializerNotReadyError,
+)
+from aiokafka_lite.core.serialization import ContextCall, MessageField, SerializationContext
 from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.wire.records import (
     AnyBatch,
@@ -70,6 +82,7 @@ class CompletedFetch:
         "next_fetch_offset",
         "size",
         "tp",
+        "unresolved",
     )
 
     def __init__(
@@ -106,6 +119,9 @@ class CompletedFetch:
         self._aborted: list[tuple[int, int]] | None = sorted(aborted) if aborted is not None else None
         self._aborted_index = 0
         self._aborted_pids: set[int] = set()
+        #: A context deserializer needs I/O for the record at this offset: (call, data, ctx, offset)
+        #: for the consumer to await (``ContextCall.resolve``) before decoding on from there.
+        self.unresolved: tuple[ContextCall, Any, SerializationContext, int] | None = None
 
     def __repr__(self) -> str:
         return (
@@ -128,12 +144,14 @@ class CompletedFetch:
         position: int,
         key_deserializer: Deserializer | None = None,
         value_deserializer: Deserializer | None = None,
+        contextual: bool = False,
     ) -> list[Record]:
         """Decode batches until one yields records at or after ``position``.
 
         Returns an empty list once every batch is consumed (check ``error`` then).
         Raises ``CorruptRecordError`` for a batch that cannot be decoded; the batch
         stays current, so a retry raises again until the consumer seeks past it.
+        ``contextual``: the deserializers are ``ContextCall`` objects (see ``unresolved``).
         """
         leftover = self.leftover
         if leftover is not None:
@@ -143,19 +161,23 @@ class CompletedFetch:
             if leftover:
                 return leftover
         if not gc.isenabled():
-            return self._decode_next(position, key_deserializer, value_deserializer)
+            return self._decode_next(position, key_deserializer, value_deserializer, contextual)
         # Decoding a batch allocates three tracked objects per record that all stay
         # alive until handed out; with the collector running, each batch triggers
         # several collections that rescan them (measured: ~4x slower decoding). One
         # collection after the batch does the same job.
         gc.disable()
         try:
-            return self._decode_next(position, key_deserializer, value_deserializer)
+            return self._decode_next(position, key_deserializer, value_deserializer, contextual)
         finally:
             gc.enable()
 
     def _decode_next(
-        self, position: int, key_deserializer: Deserializer | None, value_deserializer: Deserializer | None
+        self,
+        position: int,
+        key_deserializer: Any,
+        value_deserializer: Any,
+        contextual: bool = False,
     ) -> list[Record]:
         batches = self.batches
         tp = self.tp
@@ -216,6 +238,10 @@ class CompletedFetch:
                     )
                     for r in raw
                 ]
+            if contextual:
+                return self._deserialize_in_context(
+                    raw, ts_type, leader_epoch, key_deserializer, value_deserializer
+                )
             return self._deserialize(raw, ts_type, leader_epoch, key_deserializer, value_deserializer)
         return _EMPTY
 
@@ -235,21 +261,70 @@ class CompletedFetch:
                 key = r.key if kd is None else kd(r.key)
                 value = r.value if vd is None else vd(r.value)
             except Exception as exc:
-                # Hand out what precedes the failing record, then raise with the
-                # position at it; everything after it is dropped (refetched after a seek).
-                self.error = RecordDeserializationError(
-                    f"{topic}-{partition}: cannot deserialize the record at offset {r.offset}: {exc!r}. "
-                    "The position stays at this record and every later call raises this error; "
-                    f"to skip the record: consumer.seek(TopicPartition({topic!r}, {partition}), {r.offset + 1})",
-                    topic,
-                    partition,
-                    r.offset,
-                )
-                self.error.__cause__ = exc
-                del self.batches[self.batch_index :]
-                self.next_fetch_offset = r.offset
+                self._fail_at(r.offset, exc)
                 break
             headers = tuple(r.headers) if r.headers else ()
+            out.append(
+                _new(
+                    Record,
+                    (topic, partition, r.offset, key, value, headers, r.timestamp, ts_type, leader_epoch),
+                )
+            )
+        return out
+
+    def _fail_at(self, offset: int, exc: Exception) -> None:
+        """Hand out what precedes the failing record, then raise with the position at it;
+        everything after it is dropped (refetched after a seek)."""
+        topic = self.tp.topic
+        partition = self.tp.partition
+        self.error = RecordDeserializationError(
+            f"{topic}-{partition}: cannot deserialize the record at offset {offset}: {exc!r}. "
+            "The position stays at this record and every later call raises this error; "
+            f"to skip the record: consumer.seek(TopicPartition({topic!r}, {partition}), {offset + 1})",
+            topic,
+            partition,
+            offset,
+        )
+        self.error.__cause__ = exc
+        del self.batches[self.batch_index :]
+        self.next_fetch_offset = offset
+
+    def _deserialize_in_context(
+        self,
+        raw: list[Any],
+        ts_type: TimestampType,
+        leader_epoch: int | None,
+        kc: ContextCall | None,
+        vc: ContextCall | None,
+    ) -> list[Record]:
+        """``_deserialize`` with deserializers that see the topic, the field and the headers."""
+        topic = self.tp.topic
+        partition = self.tp.partition
+        key_field, value_field = MessageField.KEY, MessageField.VALUE
+        out: list[Record] = []
+        for r in raw:
+            headers = tuple(r.headers) if r.headers else ()
+            pending: tuple[ContextCall, Any, SerializationContext] | None = None
+            try:
+                key = r.key
+                if kc is not None:
+                    ctx = SerializationContext(topic, key_field, headers)
+                    pending = (kc, key, ctx)
+                    key = kc.sync(key, ctx)
+                value = r.value
+                if vc is not None:
+                    ctx = SerializationContext(topic, value_field, headers)
+                    pending = (vc, value, ctx)
+                    value = vc.sync(value, ctx)
+            except Exception as exc:
+                if isinstance(exc, SerializerNotReadyError) and pending is not None and pending[0].resolve:
+                    # Not a failure: the batch stays current and is decoded again from this
+                    # record once the consumer has awaited the deserializer's async path.
+                    self.unresolved = (*pending, r.offset)
+                    self.batch_index -= 1
+                    break
+                self._fail_at(r.offset, exc)
+                break
             out.append(
                 _new(
                     Record,

@@ -17,6 +17,8 @@ from typing import Any
 
 from aiokafka_lite.core.errors import ConfigError
 from aiokafka_lite.core.options import Options, at_least, between, one_of, option
+from aiokafka_lite.core.serialization import Deserializer as ContextDeserializer
+from aiokafka_lite.core.serialization import context_deserializer
 
 __all__ = ["ShareConsumerConfig"]
 
@@ -65,13 +67,18 @@ class ShareConsumerConfig(Options):
         one_of("batch_optimized", "record_limit"),
     )
     check_crcs: bool = option(True, "Verify the CRC of every fetched batch.")
-    key_deserializer: Deserializer | None = option(
+    key_deserializer: Deserializer | ContextDeserializer | None = option(
         None,
-        "Callable applied to every record key. A record it fails on is rejected and poll raises "
-        "RecordDeserializationError after handing out the records before it.",
+        "Applied to every record key: a callable f(key), or an object with deserialize(key, ctx) that "
+        "sees the topic, the field and the record's headers (aiokafka_lite.core.serialization). A "
+        "record it fails on is rejected and poll raises RecordDeserializationError after handing out "
+        "the records before it.",
+        type_check=False,
     )
-    value_deserializer: Deserializer | None = option(
-        None, "Callable applied to every record value (failures as for key_deserializer)."
+    value_deserializer: Deserializer | ContextDeserializer | None = option(
+        None,
+        "Applied to every record value (as key_deserializer, failures too).",
+        type_check=False,
     )
     client_rack: str | None = option(None, "Rack id sent when joining the share group.")
     default_api_timeout_ms: int = option(
@@ -88,8 +95,10 @@ class ShareConsumerConfig(Options):
     def validate(self) -> None:
         for name in ("key_deserializer", "value_deserializer"):
             value = getattr(self, name)
-            if value is not None and not callable(value):
-                raise ConfigError(f"{name}: must be callable")
+            if value is not None and not callable(value) and context_deserializer(value) is None:
+                raise ConfigError(
+                    f"{name}: must be callable, or an object with a deserialize(data, ctx) method (got {value!r})"
+                )
 
     @property
     def explicit(self) -> bool:

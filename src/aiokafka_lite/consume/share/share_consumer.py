@@ -53,6 +53,7 @@ from aiokafka_lite.core import errors as E
 from aiokafka_lite.core import tracing_hook as _otel
 from aiokafka_lite.core.client_metrics import track
 from aiokafka_lite.core.health import Health, build_health
+from aiokafka_lite.core.serialization import context_deserializer, plain_call
 from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.net import Client, ClientConfig
 from aiokafka_lite.net.client import Lane
@@ -152,6 +153,14 @@ class ShareConsumer:
         self.group_id = group_id
         #: Tracing of this consumer's own tracer_provider (else aiokafka_lite.integrations.otel's global one).
         self._tracing = _otel.client_tracing(self.config.tracer_provider)
+        # Deserializers that see the topic, field and headers (decided once; see Consumer).
+        self._kd: Any = self.config.key_deserializer
+        self._vd: Any = self.config.value_deserializer
+        kc, vc = context_deserializer(self._kd), context_deserializer(self._vd)
+        self._contextual = kc is not None or vc is not None
+        if self._contextual:
+            self._kd = kc or plain_call(self._kd)
+            self._vd = vc or plain_call(self._vd)
         self._membership = ShareMembership(
             group_id,
             tuple(topic_list),
@@ -996,12 +1005,12 @@ class ShareConsumer:
                     )
                     continue
                 if p.acquired_records:
-                    arrived += self._add_records(node, tp, topic.topic_id, p, lock_deadline)
+                    arrived += await self._add_records(node, tp, topic.topic_id, p, lock_deadline)
         self._acks_answered(names, ack_errors, sent_at)
         if arrived:
             self._arrived.set()
 
-    def _add_records(
+    async def _add_records(
         self,
         node: _Node,
         tp: TopicPartition,
@@ -1018,17 +1027,36 @@ class ShareConsumer:
         first = min(acquired)
         self._bytes_by_topic[tp.topic] = self._bytes_by_topic.get(tp.topic, 0) + len(p.records or b"")
         fetched = parse_partition(tp, first, p.records, check_crcs=self.config.check_crcs)
-        kd, vd = self.config.key_deserializer, self.config.value_deserializer
+        kd, vd, contextual = self._kd, self._vd, self._contextual
         records: list[ShareRecord] = []
         error: E.KafkaError | None = fetched.error
+        position = first
         while True:
             try:
-                batch = fetched.next_records(first, kd, vd)
+                batch = fetched.next_records(position, kd, vd, contextual)
             except E.CorruptRecordError as exc:
                 error = exc
                 break
             if not batch:
-                break
+                if fetched.unresolved is None:
+                    break
+                # A context deserializer needs I/O (a schema not cached): resolved here, in the
+                # fetch task, before the records reach poll; a failure rejects that record.
+                call, data, ctx, offset = fetched.unresolved
+                fetched.unresolved = None
+                try:
+                    await call.resolve(data, ctx)
+                except Exception as exc:
+                    error = E.RecordDeserializationError(
+                        f"{tp.topic}-{tp.partition}: cannot deserialize the record at offset {offset}: {exc!r}",
+                        tp.topic,
+                        tp.partition,
+                        offset,
+                    )
+                    error.__cause__ = exc
+                    break
+                continue
+            position = batch[-1].offset + 1
             for r in batch:
                 count = acquired.get(r.offset)
                 if count is not None:

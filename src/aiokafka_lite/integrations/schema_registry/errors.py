@@ -8,6 +8,8 @@ registry.
 
 from __future__ import annotations
 
+from aiokafka_lite.core.errors import SerializerNotReadyError
+
 
 class SchemaRegistryError(Exception):
     """The registry answered with an error (or could not be reached: ``http_status`` is then -1)."""
@@ -96,7 +98,7 @@ class SerializationError(Exception):
     """A record could not be serialized or deserialized (bad framing, unknown id, schema mismatch)."""
 
 
-class SchemaNotResolvedError(SerializationError):
+class SchemaNotResolvedError(SerializationError, SerializerNotReadyError):
     """The sync fast path was called before the schema of this subject was resolved.
 
     Await ``serializer.prepare(topic)`` (or call ``serialize_async``) first: the registry lookup is I/O

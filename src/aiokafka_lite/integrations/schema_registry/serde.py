@@ -3,6 +3,16 @@
 Wire format (Confluent's): byte 0 is the magic 0, bytes 1-4 the schema id (big-endian), then the
 payload (Protobuf puts its message indexes before the payload).
 
+The clients hand these serializers their context (``aiokafka_lite.core.serialization``): a
+``Producer(value_serializer=AvroSerializer(...))`` calls ``serialize(obj, ctx)`` with the record's
+topic (the subject name strategy), the field (key or value) and its headers (a list: with
+``schema_id_in_header=True`` the schema GUID goes there, replacing a same-named header copied from
+another record); a ``Consumer(value_deserializer=AvroDeserializer(...))`` calls ``deserialize(data,
+ctx)`` with the record's headers, where the header-based schema id is read. A subject or writer
+schema not cached yet makes the sync call raise ``SchemaNotResolvedError`` (a
+``SerializerNotReadyError``): the client then awaits ``serialize_async``/``deserialize_async`` on its
+async path, so nothing blocks the event loop and no ``prepare`` is needed.
+
 A registry lookup is I/O, so it never happens inside the synchronous call: ``await
 serializer.prepare(topic)`` (or one ``await serializer.serialize_async(obj, ctx)``) resolves and caches
 the schema id of that topic's subject; after that ``serializer(obj)`` (one prepared topic) or
@@ -14,7 +24,6 @@ the schema id of that topic's subject; after that ``serializer(obj)`` (one prepa
 
 from __future__ import annotations
 
-import enum
 import struct
 import uuid
 from collections.abc import Callable, MutableSequence, Sequence
@@ -23,6 +32,8 @@ from typing import Any
 
 import anyio
 
+from aiokafka_lite.core.serialization import MessageField as MessageField
+from aiokafka_lite.core.serialization import SerializationContext as SerializationContext
 from aiokafka_lite.integrations.schema_registry.client import (
     RegisteredSchema,
     Schema,
@@ -36,24 +47,6 @@ MAGIC_BYTE_GUID = 1
 _HEADER = struct.Struct(">bI")
 KEY_SCHEMA_ID_HEADER = "__key_schema_id"
 VALUE_SCHEMA_ID_HEADER = "__value_schema_id"
-
-
-class MessageField(enum.StrEnum):
-    KEY = "key"
-    VALUE = "value"
-
-
-@dataclass(frozen=True)
-class SerializationContext:
-    """The record a serializer works for: its topic, key or value, and its headers.
-
-    A serializer writing the schema id into a header (``schema_id_in_header=True``) appends to
-    ``headers``, which must then be a list.
-    """
-
-    topic: str
-    field: MessageField = MessageField.VALUE
-    headers: Sequence[tuple[str, bytes | None]] | None = None
 
 
 def schema_id_header_name(field: MessageField) -> str:
@@ -181,7 +174,8 @@ class SchemaSerializerBase:
         self._subject_name = subject_name_strategy
         self._field = field
         self._id_in_header = schema_id_in_header
-        self._by_topic: dict[str, _Resolved] = {}
+        #: Resolved schemas by (topic, field): the context's topic and field name the subject.
+        self._by_topic: dict[tuple[str, MessageField], _Resolved] = {}
         self._by_subject: dict[str, _Resolved] = {}
         self._locks: dict[str, anyio.Lock] = {}
 
@@ -192,15 +186,14 @@ class SchemaSerializerBase:
     async def prepare(self, topic: str, field: MessageField | None = None) -> int:
         """Resolve (register, look up or fetch latest) this topic's schema id; cached afterwards."""
         ctx = SerializationContext(topic, field or self._field)
-        cached = self._by_topic.get(topic)
-        if cached is not None and ctx.field == self._field:
+        cached = self._by_topic.get((topic, ctx.field))
+        if cached is not None:
             return cached.schema_id
         subject = self._subject_name(ctx, self.record_name)
         # One resolution per subject at a time: a burst of first sends makes one registry call.
         async with self._locks.setdefault(subject, anyio.Lock()):
             entry = await self._resolve(subject)
-        if ctx.field == self._field:
-            self._by_topic[topic] = entry
+        self._by_topic[(topic, ctx.field)] = entry
         return entry.schema_id
 
     async def _resolve(self, subject: str) -> _Resolved:
@@ -247,13 +240,11 @@ class SchemaSerializerBase:
             if len(self._by_topic) != 1:
                 raise SchemaNotResolvedError(
                     f"{type(self).__name__}(obj) without a context needs exactly one prepared topic, "
-                    f"have {sorted(self._by_topic)}: await serializer.prepare(topic) first, "
+                    f"have {sorted(t for t, _ in self._by_topic)}: await serializer.prepare(topic) first, "
                     "or call serialize(obj, ctx)"
                 )
             return next(iter(self._by_topic.values()))
-        entry = self._by_topic.get(ctx.topic) if ctx.field == self._field else None
-        if entry is None:
-            entry = self._by_subject.get(self._subject_name(ctx, self.record_name))
+        entry = self._by_topic.get((ctx.topic, ctx.field))
         if entry is None:
             raise SchemaNotResolvedError(
                 f"the schema for topic {ctx.topic!r} ({ctx.field.value}) is not resolved yet: "
@@ -274,9 +265,12 @@ class SchemaSerializerBase:
                 "schema_id_in_header=True needs a SerializationContext whose headers is a list to append to"
             )
         body = self._encode(obj, entry.writer, ctx)
-        headers.append(
-            (schema_id_header_name(ctx.field if ctx is not None else self._field), entry.guid_header)
-        )
+        name = schema_id_header_name(ctx.field if ctx is not None else self._field)
+        if any(key == name for key, _ in headers):
+            # A header copied from another record (a dead letter, a re-publish) names another
+            # schema; the deserializer reads the first one, so this record's replaces it.
+            headers[:] = [h for h in headers if h[0] != name]
+        headers.append((name, entry.guid_header))
         return body
 
     __call__ = serialize
