@@ -22,6 +22,16 @@ fi
 if [ -n "${CI:-}" ]; then
     export AIOKAFKA_LITE_REQUIRE_EXTENSIONS=1
 fi
+# Kerberos (Debian packages), before pip: the gssapi package of the test extra builds
+# against MIT Kerberos' headers (libkrb5-dev); the GSSAPI tests run a real KDC
+# (krb5-kdc, kadmin.local, kinit) and kcat through Cyrus SASL's GSSAPI plugin.
+if ! command -v krb5-config >/dev/null 2>&1 || [ ! -x /usr/sbin/krb5kdc ] || ! command -v kinit >/dev/null 2>&1 \
+    || [ ! -e /usr/lib/x86_64-linux-gnu/sasl2/libgssapiv2.so ] && command -v apt-get >/dev/null 2>&1; then
+    krb5_sudo=""; [ "$(id -u)" = 0 ] || krb5_sudo=sudo
+    ($krb5_sudo apt-get update -qq && $krb5_sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        krb5-kdc krb5-admin-server krb5-user libkrb5-dev libsasl2-modules-gssapi-mit) >/dev/null \
+        || { echo "Kerberos packages are missing: apt-get install krb5-kdc krb5-admin-server krb5-user libkrb5-dev libsasl2-modules-gssapi-mit" >&2; exit 1; }
+fi
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e '.[test,spark,docs]'
 
 as_root() {
