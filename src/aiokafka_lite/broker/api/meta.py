@@ -36,7 +36,7 @@ __all__ = ["register"]
 # AclOperation codes (READ=3 ... IDEMPOTENT_WRITE=12) as authorized-operations bit sets:
 # there is no authorizer, so everything applicable is allowed.
 TOPIC_OPERATIONS: Final = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
-CLUSTER_OPERATIONS: Final = sum(1 << op for op in (4, 5, 7, 8, 9, 10, 11, 12))
+CLUSTER_OPERATIONS: Final = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))  # as Kafka 4.4: no WRITE
 OMITTED_OPERATIONS: Final = -(2**31)
 _SOFTWARE: Final = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
