@@ -24,10 +24,12 @@ from aiokafka_lite.admin import acls as _acls
 from aiokafka_lite.admin import configs as _configs
 from aiokafka_lite.admin import consumer_groups as _consumer_groups
 from aiokafka_lite.admin import credentials as _credentials
+from aiokafka_lite.admin import features as _features
 from aiokafka_lite.admin import groups as _groups
 from aiokafka_lite.admin import quorum as _quorum
 from aiokafka_lite.admin import quotas as _quotas
 from aiokafka_lite.admin import records as _records
+from aiokafka_lite.admin import replicas as _replicas
 from aiokafka_lite.admin import share_groups as _share_groups
 from aiokafka_lite.admin import topics as _topics
 from aiokafka_lite.admin import transactions as _transactions
@@ -40,6 +42,7 @@ from aiokafka_lite.admin.types import (
     ClusterDescription,
     ConfigDescription,
     ConfigResource,
+    ConfigResourceType,
     CreateTopicResult,
     DeleteRecordsResult,
     GroupDescription,
@@ -657,3 +660,92 @@ class Admin:
         )
 
     # ------------------------------------------------------------------ replicas, leaders, log dirs, features
+
+    async def alter_partition_reassignments(
+        self,
+        reassignments: Mapping[TopicPartition, Iterable[int] | None],
+        *,
+        allow_replication_factor_change: bool = True,
+        timeout_ms: float | None = None,
+    ) -> Results[TopicPartition, Result]:
+        """Move partitions to new replica sets (``{tp: [broker ids]}``, the first the
+        preferred leader) or cancel their reassignment (``{tp: None}``); see admin/replicas.py."""
+        return await _replicas.alter_partition_reassignments(
+            self._requests,
+            reassignments,
+            allow_replication_factor_change=allow_replication_factor_change,
+            timeout_ms=timeout_ms,
+        )
+
+    async def list_partition_reassignments(
+        self, partitions: Iterable[TopicPartition] | None = None, *, timeout_ms: float | None = None
+    ) -> dict[TopicPartition, _replicas.PartitionReassignment]:
+        """Reassignments in flight (of ``partitions``, or all): replicas, adding, removing."""
+        return await _replicas.list_partition_reassignments(self._requests, partitions, timeout_ms=timeout_ms)
+
+    async def elect_leaders(
+        self,
+        election_type: _replicas.ElectionType | int,
+        partitions: Iterable[TopicPartition] | None = None,
+        *,
+        timeout_ms: float | None = None,
+    ) -> Results[TopicPartition, Result]:
+        """Preferred or unclean leader election (``partitions`` None: all); a partition
+        that needs none fails with ``ElectionNotNeededError``, as in Java."""
+        return await _replicas.elect_leaders(self._requests, election_type, partitions, timeout_ms=timeout_ms)
+
+    async def describe_log_dirs(
+        self, broker_ids: Iterable[int], *, timeout_ms: float | None = None
+    ) -> Results[int, _replicas.BrokerLogDirs]:
+        """Each broker's log dirs with their replicas' sizes and offset lags."""
+        return await _replicas.describe_log_dirs(self._requests, broker_ids, timeout_ms=timeout_ms)
+
+    async def alter_replica_log_dirs(
+        self, assignments: Mapping[_replicas.TopicPartitionReplica, str], *, timeout_ms: float | None = None
+    ) -> Results[_replicas.TopicPartitionReplica, Result]:
+        """Move replicas between their broker's log dirs (``LogDirNotFoundError`` for a
+        dir the broker does not have)."""
+        return await _replicas.alter_replica_log_dirs(self._requests, assignments, timeout_ms=timeout_ms)
+
+    async def describe_replica_log_dirs(
+        self, replicas: Iterable[_replicas.TopicPartitionReplica], *, timeout_ms: float | None = None
+    ) -> Results[_replicas.TopicPartitionReplica, _replicas.ReplicaLogDirInfo]:
+        """The current (and future) log dir of each replica, from DescribeLogDirs as Java."""
+        return await _replicas.describe_replica_log_dirs(self._requests, replicas, timeout_ms=timeout_ms)
+
+    async def describe_features(self, *, timeout_ms: float | None = None) -> _features.FeatureMetadata:
+        """Finalized and supported feature levels and the finalized epoch (ApiVersions)."""
+        return await _features.describe_features(self._requests, timeout_ms=timeout_ms)
+
+    async def update_features(
+        self,
+        updates: Mapping[str, _features.FeatureUpdate],
+        *,
+        validate_only: bool = False,
+        timeout_ms: float | None = None,
+    ) -> Results[str, Result]:
+        """Upgrade or downgrade finalized feature levels, all or none (``validate_only``:
+        the controller's dry run); see admin/features.py."""
+        return await _features.update_features(
+            self._requests, updates, validate_only=validate_only, timeout_ms=timeout_ms
+        )
+
+    async def unregister_broker(self, broker_id: int, *, timeout_ms: float | None = None) -> None:
+        """Forget a broker that was shut down for good (Java's ``unregisterBroker``)."""
+        await _replicas.unregister_broker(self._requests, broker_id, timeout_ms=timeout_ms)
+
+    async def list_config_resources(
+        self, types: Iterable[ConfigResourceType | int] | None = None, *, timeout_ms: float | None = None
+    ) -> list[ConfigResource]:
+        """Resources that have configs, of ``types`` (None: all the broker lists;
+        KIP-1142, Kafka 4.1+; older brokers list client metrics subscriptions only)."""
+        return await _replicas.list_config_resources(self._requests, types, timeout_ms=timeout_ms)
+
+    async def delete_consumer_group_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition], *, timeout_ms: float | None = None
+    ) -> Results[TopicPartition, Result]:
+        """Delete a group's committed offsets (OffsetDelete); a partition of a topic the
+        group is subscribed to fails with ``GroupSubscribedToTopicError``."""
+        return await _replicas.delete_consumer_group_offsets(
+            self._requests, group_id, partitions, timeout_ms=timeout_ms
+        )

@@ -30,7 +30,13 @@ from aiokafka_lite.wire.messages import (
     PushTelemetryResponse,
 )
 
-__all__ = ["ReceivedPush", "received", "register_telemetry_handlers", "set_subscription"]
+__all__ = [
+    "ReceivedPush",
+    "received",
+    "register_telemetry_handlers",
+    "set_subscription",
+    "subscription_names",
+]
 
 DEFAULT_INTERVAL_MS: Final = 5 * 60 * 1000
 TELEMETRY_MAX_BYTES: Final = 1024 * 1024  # Kafka's telemetry.max.bytes default
@@ -87,6 +93,11 @@ def set_subscription(state: ClusterState, name: str, metrics: Sequence[str], int
         t.subscriptions[name] = (tuple(metrics), interval_ms)
     else:
         t.subscriptions.pop(name, None)
+
+
+def subscription_names(state: ClusterState) -> list[str]:
+    """Names of the client metrics subscriptions (ListConfigResources' CLIENT_METRICS)."""
+    return sorted(_of(state).subscriptions)
 
 
 def received(state: ClusterState) -> list[ReceivedPush]:
