@@ -35,7 +35,7 @@ from aiokafka_lite.core.errors import (
     UnsupportedVersionError,
     VoterNotFoundError,
 )
-from aiokafka_lite.testing.apache import ApacheCluster, _cache_root, _java, _mvn, kafka_classpath
+from aiokafka_lite.testing.apache import ApacheCluster, java_executable, kafka_tools_classpath
 from aiokafka_lite.wire.messages import UnregisterControllerRequest
 
 ZERO = uuid.UUID(int=0)
@@ -51,31 +51,12 @@ def cluster(pytestconfig: pytest.Config) -> Iterator[ApacheCluster]:
 @pytest.fixture(scope="module")
 def tools_classpath(cluster: ApacheCluster) -> str:
     """The launcher's Kafka jars plus ``kafka-tools`` of the same release."""
-    folder = _cache_root() / f"kafka-tools-{cluster.version}"
-    jar = folder / f"kafka-tools-{cluster.version}.jar"
-    if not jar.exists():
-        folder.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.run(
-            [
-                _mvn(),
-                "-B",
-                "-q",
-                "dependency:copy",
-                f"-Dartifact=org.apache.kafka:kafka-tools:{cluster.version}",
-                f"-DoutputDirectory={folder}",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            cwd=folder,
-        )
-        assert proc.returncode == 0 and jar.exists(), proc.stdout + proc.stderr
-    return f"{kafka_classpath(cluster.version)}/*:{folder}/*"
+    return kafka_tools_classpath(cluster.version)
 
 
 def _tool(cluster: ApacheCluster, classpath: str, *args: str) -> str:
     cmd = [
-        _java(),
+        java_executable(),
         "-Xmx256m",
         "-cp",
         classpath,

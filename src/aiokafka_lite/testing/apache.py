@@ -60,8 +60,11 @@ __all__ = [
     "ApacheNode",
     "EmbeddedOnlyError",
     "ThreadedApache",
+    "cache_root",
+    "java_executable",
     "kafka_classpath",
     "kafka_tools_classpath",
+    "maven_executable",
     "resolve_version",
 ]
 
@@ -109,7 +112,9 @@ def resolve_version(version: str | None) -> str:
     return KAFKA_VERSIONS.get(version, version)
 
 
-def _cache_root() -> Path:
+def cache_root() -> Path:
+    """Where fetched Kafka releases and tools are kept (``$AIOKAFKA_LITE_KAFKA_CACHE``, else
+    ``$XDG_CACHE_HOME/aiokafka_lite/kafka`` or ``~/.cache/aiokafka_lite/kafka``)."""
     env = os.environ.get("AIOKAFKA_LITE_KAFKA_CACHE")
     if env:
         return Path(env)
@@ -117,7 +122,8 @@ def _cache_root() -> Path:
     return Path(base) / "aiokafka_lite" / "kafka"
 
 
-def _java() -> str:
+def java_executable() -> str:
+    """The ``java`` that runs Kafka and its tools (``$JAVA_HOME/bin/java``, else on PATH)."""
     home = os.environ.get("JAVA_HOME")
     if home and os.access(os.path.join(home, "bin", "java"), os.X_OK):
         return os.path.join(home, "bin", "java")
@@ -130,7 +136,8 @@ def _java() -> str:
     return found
 
 
-def _mvn() -> str:
+def maven_executable() -> str:
+    """The ``mvn`` that fetches Kafka's jars (``$AIOKAFKA_LITE_MVN``, else on PATH)."""
     found = os.environ.get("AIOKAFKA_LITE_MVN") or shutil.which("mvn")
     if found is None:
         raise ApacheKafkaError(
@@ -140,12 +147,18 @@ def _mvn() -> str:
     return found
 
 
+# The former private names, still used by tests written before the public ones.
+_cache_root = cache_root
+_java = java_executable
+_mvn = maven_executable
+
+
 def kafka_classpath(version: str | None = None) -> Path:
     """The folder holding Kafka ``version``'s jars, fetched with Maven on first use.
 
     Safe to call from several processes at once (a file lock serialises the download)."""
     version = resolve_version(version)
-    target = _cache_root() / version
+    target = cache_root() / version
     lib = target / "lib"
     done = target / ".complete"
     if done.exists():
@@ -155,7 +168,7 @@ def kafka_classpath(version: str | None = None) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if done.exists():
             return lib
-        mvn = _mvn()
+        mvn = maven_executable()
         pom = resources.files("aiokafka_lite.testing").joinpath("apache_kafka_pom.xml")
         with resources.as_file(pom) as pom_path, tempfile.TemporaryDirectory(dir=target) as tmp:
             staging = Path(tmp) / "lib"
@@ -193,14 +206,14 @@ def kafka_tools_classpath(version: str | None = None) -> str:
     ``MetadataQuorumCommand``...) with ``java -cp``; the jar is fetched with Maven on first use."""
     version = resolve_version(version)
     lib = kafka_classpath(version)
-    folder = _cache_root() / f"kafka-tools-{version}"
+    folder = cache_root() / f"kafka-tools-{version}"
     jar = folder / f"kafka-tools-{version}.jar"
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not jar.exists():
             cmd = [
-                _mvn(),
+                maven_executable(),
                 "-B",
                 "-q",
                 "dependency:copy",
@@ -405,7 +418,7 @@ class ApacheNode:
 
     def _java_cmd(self, main: str, *args: str) -> list[str]:
         return [
-            _java(),
+            java_executable(),
             f"-Xmx{self._heap}",
             "-XX:+UseSerialGC",
             "-Djava.awt.headless=true",
