@@ -53,6 +53,10 @@ _CAUSES: Final = (
     ("credential has expired", "the ticket expired: kinit again, or use a keytab (renewed automatically)"),
     ("Ticket expired", "the ticket expired: kinit again, or use a keytab (renewed automatically)"),
     (
+        "Decrypt integrity check failed",
+        "the keytab's key is not the principal's current key (a rotated or wrong keytab)",
+    ),
+    (
         "Preauthentication failed",
         "the keytab's key is not the principal's current key (a rotated or wrong keytab)",
     ),
@@ -91,12 +95,15 @@ def _import_gssapi() -> Any:
     return gssapi
 
 
-def kerberos_error(exc: BaseException, doing: str) -> KerberosError:
+def kerberos_error(exc: BaseException, doing: str, *, keytab: str | None = None) -> KerberosError:
     """A ``KerberosError`` for a GSS-API failure, naming the likely cause."""
     gen = getattr(exc, "gen_message", None)
     text = str(gen() if callable(gen) else exc).strip()
     text = " ".join(text.split())
     cause = next((why for needle, why in _CAUSES if needle.lower() in text.lower()), None)
+    if keytab is not None and "No credentials cache found" in text:
+        # With a keytab, MIT says this when the keytab has no entry for the principal.
+        cause = f"keytab {keytab} holds no key for sasl_kerberos_principal (misspelt, or another keytab?)"
     hint = f": {cause}" if cause else ""
     return KerberosError(f"GSSAPI (Kerberos): {doing} failed ({text}){hint}")
 
@@ -155,7 +162,7 @@ class GssapiMechanism:
                 creds = gssapi.Credentials(name=name, usage="initiate")
                 creds.lifetime  # noqa: B018 - raises ExpiredCredentialsError for an expired ticket
         except gssapi.exceptions.GSSError as exc:
-            raise kerberos_error(exc, "acquiring credentials") from None
+            raise kerberos_error(exc, "acquiring credentials", keytab=self.keytab) from None
         try:
             target = gssapi.Name(self.service, gssapi.NameType.hostbased_service)
             flags = gssapi.RequirementFlag
@@ -167,7 +174,9 @@ class GssapiMechanism:
             )
             self._first = self._ctx.step(b"") or b""
         except gssapi.exceptions.GSSError as exc:
-            raise kerberos_error(exc, f"getting a service ticket for {self.service}") from None
+            raise kerberos_error(
+                exc, f"getting a service ticket for {self.service}", keytab=self.keytab
+            ) from None
         self._state = "prepared"
 
     # -- the sans-I/O part ----------------------------------------------------------
