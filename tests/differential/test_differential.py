@@ -19,6 +19,7 @@ import _cases  # noqa: F401  (registers the cases)
 import _cases_consumer_groups  # noqa: F401
 import _cases_other  # noqa: F401
 import _cases_share_admin  # noqa: F401
+import _cases_txn_admin  # noqa: F401
 import _cases_txn_v2  # noqa: F401
 import pytest
 from _diffkit import CASES, Observation, Target

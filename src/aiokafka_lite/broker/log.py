@@ -69,6 +69,8 @@ class ProducerState:
     epoch: int
     batches: deque[ProducerBatchMeta] = field(default_factory=lambda: deque(maxlen=PRODUCER_BATCH_CACHE))
     coordinator_epoch: int = -1
+    # Max timestamp of its last batch, or the time of its last marker (DescribeProducers).
+    last_timestamp: int = -1
 
     @property
     def last_seq(self) -> int:
@@ -348,6 +350,7 @@ class PartitionLog:
             self.producers[pid] = state
         if batch.base_sequence >= 0:
             state.batches.append(ProducerBatchMeta(batch.base_sequence, batch.last_sequence, base, last, ts))
+        state.last_timestamp = ts
         if batch.is_transactional and pid not in self.ongoing_txns:
             self.ongoing_txns[pid] = base
 
@@ -387,6 +390,7 @@ class PartitionLog:
             state = ProducerState(producer_epoch)
             self.producers[producer_id] = state
         state.coordinator_epoch = coordinator_epoch
+        state.last_timestamp = ts
         self._after_append()
         return offset
 

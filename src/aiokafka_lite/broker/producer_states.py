@@ -8,8 +8,8 @@ As Kafka's ``ProducerStateManager``: every producer id the partition has seen is
 active (idempotent and transactional alike), with its current epoch, the last sequence
 and max timestamp of its last batch, the epoch of the coordinator that wrote its last
 marker (-1 before any) and the first offset of its open transaction (-1 if none).
-Deviation: after a marker, Kafka's last timestamp is the marker's; ours stays the last
-data batch's (the embedded log keeps no timestamp per marker in the producer state).
+The last timestamp is the max timestamp of the producer's last batch, or the time of
+its last marker, whichever came last (as Kafka's).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def active_producers(log: PartitionLog) -> list[ActiveProducer]:
                 producer_id=pid,
                 producer_epoch=st.epoch,
                 last_sequence=last.last_seq if last is not None else -1,
-                last_timestamp=last.timestamp if last is not None else -1,
+                last_timestamp=st.last_timestamp,
                 coordinator_epoch=st.coordinator_epoch,
                 current_txn_start_offset=log.ongoing_txns.get(pid, -1),
             )
