@@ -25,6 +25,7 @@ from aiokafka_lite.admin import configs as _configs
 from aiokafka_lite.admin import consumer_groups as _consumer_groups
 from aiokafka_lite.admin import credentials as _credentials
 from aiokafka_lite.admin import features as _features
+from aiokafka_lite.admin import group_members as _group_members
 from aiokafka_lite.admin import groups as _groups
 from aiokafka_lite.admin import quorum as _quorum
 from aiokafka_lite.admin import quotas as _quotas
@@ -366,6 +367,22 @@ class Admin:
             group_ids,
             include_authorized_operations=include_authorized_operations,
             timeout_ms=timeout_ms,
+        )
+
+    async def remove_members_from_consumer_group(
+        self,
+        group_id: str,
+        group_instance_ids: Iterable[str] | None = None,
+        *,
+        reason: str | None = None,
+        timeout_ms: float | None = None,
+    ) -> Results[str, Result]:
+        """Remove static members (by ``group.instance.id``) from a group, or every member
+        when ``group_instance_ids`` is None (Java's ``removeAll()``), so their partitions
+        move now rather than after ``session.timeout.ms``. Results per member; a
+        group-level error raises. See admin/group_members.py."""
+        return await _group_members.remove_members_from_consumer_group(
+            self._requests, group_id, group_instance_ids, reason=reason, timeout_ms=timeout_ms
         )
 
     # ------------------------------------------------------------------ share groups (KIP-932)
