@@ -141,7 +141,7 @@ embedded_args=()
 # With the Apache lanes on, tests/kafka4 and tests/differential run in one of them (they
 # start Apache Kafka anyway).
 [ "${#lanes[@]}" -gt 0 ] && embedded_args+=(--ignore=tests/kafka4 --ignore=tests/differential)
-"${PYTEST[@]}" "${embedded_args[@]}" || embedded_rc=$?
+"${PYTEST[@]}" --durations=30 "${embedded_args[@]}" || embedded_rc=$?
 echo "(embedded pass: ${SECONDS}s)"
 apache_rc=0
 for entry in "${lanes[@]}"; do
