@@ -8,12 +8,13 @@ from typing import Annotated
 import typer
 
 from aiokafka_lite import __version__
-from aiokafka_lite.cli import groups, share_groups, topics, transactions
+from aiokafka_lite.cli import acls, groups, share_groups, topics, transactions
 from aiokafka_lite.cli.broker import broker
 from aiokafka_lite.cli.consume import consume
 from aiokafka_lite.cli.mirror import mirror
 from aiokafka_lite.cli.offsets import offsets
 from aiokafka_lite.cli.produce import produce
+from aiokafka_lite.cli.replicas import elect_leaders, features_app, log_dirs, quorum_app, reassign
 
 __all__ = ["app", "run"]
 
@@ -37,10 +38,16 @@ app.command("mirror")(mirror)
 # Operator commands (acls; users, quotas; transactions; reassign, elect-leaders, log-dirs,
 # features, quorum) are registered below, one block per family.
 # -- acls
+app.add_typer(acls.app, name="acls")
 # -- users, quotas
 # -- transactions
 app.add_typer(transactions.app, name="transactions")
 # -- reassign, elect-leaders, log-dirs, features, quorum
+app.command("reassign")(reassign)
+app.command("elect-leaders")(elect_leaders)
+app.command("log-dirs")(log_dirs)
+app.add_typer(features_app, name="features")
+app.add_typer(quorum_app, name="quorum")
 
 
 def _version(value: bool) -> None:
