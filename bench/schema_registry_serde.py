@@ -6,6 +6,12 @@ per-record cost: Avro (fastavro, both sides), JSON Schema (jsonschema validation
 Protobuf. Serialize and deserialize, best of several interleaved runs, microseconds per record; the
 last column is the format library alone (fastavro; jsonschema + json; protobuf), the floor.
 
+"in client" is the path a Producer/Consumer takes with the serializer as its value_serializer /
+value_deserializer (issue #27, the serializer sees its context): the bound ``serialize(obj, ctx)``
+with a fresh ``SerializationContext`` (topic, field, headers list) per record, as the clients build
+it; "theirs in client" is confluent-kafka's serializer used directly as our client's serializer,
+through the adapter (``core/serialization``: their ``SerializationContext`` built per record).
+
 Run: .venv/bin/python bench/schema_registry_serde.py [--records N] [--repeat R]
 """
 
@@ -25,7 +31,7 @@ from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "src"))
-sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 
 import fastavro  # noqa: E402
 from confluent_kafka.schema_registry import SchemaRegistryClient as TheirClient  # noqa: E402
@@ -37,7 +43,12 @@ from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer as TPD
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer as TPS  # noqa: E402
 from confluent_kafka.serialization import MessageField, SerializationContext  # noqa: E402
 from jsonschema.validators import validator_for  # noqa: E402
+from schema_registry.protos import Order, sample_order  # noqa: E402
+from schema_registry.test_referee_confluent import USER_AVRO, USER_JSON, avro_user, json_user  # noqa: E402
 
+from aiokafka_lite.core.serialization import MessageField as OurField  # noqa: E402
+from aiokafka_lite.core.serialization import SerializationContext as OurContext  # noqa: E402
+from aiokafka_lite.core.serialization import context_deserializer, context_serializer  # noqa: E402
 from aiokafka_lite.integrations.schema_registry import (  # noqa: E402
     AvroDeserializer,
     AvroSerializer,
@@ -48,8 +59,6 @@ from aiokafka_lite.integrations.schema_registry import (  # noqa: E402
     ProtobufSerializer,
     SchemaRegistryClient,
 )
-from tests.schema_registry.protos import Order, sample_order  # noqa: E402
-from tests.schema_registry.test_referee_confluent import USER_AVRO, USER_JSON, avro_user, json_user  # noqa: E402
 
 
 def best_us_per_record(fn: Callable[[Any], Any], items: list[Any], repeat: int) -> float:
@@ -128,6 +137,7 @@ def main() -> None:
         )
         print(
             f"{'format':<10}{'op':<13}{'ours µs':>10}{'theirs µs':>11}{'theirs/ours':>13}{'library µs':>12}"
+            f"{'ours in client':>16}{'theirs in client':>18}"
         )
         for kind, make in makers.items():
             records = [make(i) for i in range(args.records)]
@@ -139,6 +149,18 @@ def main() -> None:
             assert payloads == [their_ser(r, ctx) for r in records], kind
             their_de(payloads[0], ctx)
             floor_ser, floor_de = library_alone(kind)
+            topic = f"bench-{kind}"
+            our_ser_ctx = context_serializer(our_ser)
+            our_de_ctx = context_deserializer(our_de)
+            their_ser_ctx = context_serializer(their_ser)
+            their_de_ctx = context_deserializer(their_de)
+            assert our_ser_ctx and our_de_ctx and their_ser_ctx and their_de_ctx
+            value = OurField.VALUE
+            # The adapter runs each topic's first call in a worker thread; then it is synchronous.
+            asyncio.run(their_ser_ctx.resolve(records[0], OurContext(topic, value, [])))
+            asyncio.run(their_de_ctx.resolve(payloads[0], OurContext(topic, value, ())))
+            s_ours, d_ours = our_ser_ctx.sync, our_de_ctx.sync
+            s_theirs, d_theirs = their_ser_ctx.sync, their_de_ctx.sync
             contenders = {
                 "ours-ser": (our_ser, records),
                 "theirs-ser": (lambda r, s=their_ser, c=ctx: s(r, c), records),
@@ -146,6 +168,22 @@ def main() -> None:
                 "ours-de": (our_de, payloads),
                 "theirs-de": (lambda p, d=their_de, c=ctx: d(p, c), payloads),
                 "floor-de": (floor_de, payloads),
+                "client-ours-ser": (
+                    lambda r, f=s_ours, t=topic: f(r, OurContext(t, OurField.VALUE, [])),
+                    records,
+                ),
+                "client-theirs-ser": (
+                    lambda r, f=s_theirs, t=topic: f(r, OurContext(t, OurField.VALUE, [])),
+                    records,
+                ),
+                "client-ours-de": (
+                    lambda p, f=d_ours, t=topic: f(p, OurContext(t, OurField.VALUE, ())),
+                    payloads,
+                ),
+                "client-theirs-de": (
+                    lambda p, f=d_theirs, t=topic: f(p, OurContext(t, OurField.VALUE, ())),
+                    payloads,
+                ),
             }
             results = dict.fromkeys(contenders, float("inf"))
             for _ in range(2):  # interleaved rounds; the best of each
@@ -154,7 +192,10 @@ def main() -> None:
             for op in ("ser", "de"):
                 o, t, f = results[f"ours-{op}"], results[f"theirs-{op}"], results[f"floor-{op}"]
                 name = "serialize" if op == "ser" else "deserialize"
-                print(f"{kind:<10}{name:<13}{o:>10.2f}{t:>11.2f}{t / o:>12.1f}x{f:>12.2f}")
+                co, ct = results[f"client-ours-{op}"], results[f"client-theirs-{op}"]
+                print(
+                    f"{kind:<10}{name:<13}{o:>10.2f}{t:>11.2f}{t / o:>12.1f}x{f:>12.2f}{co:>16.2f}{ct:>18.2f}"
+                )
 
 
 if __name__ == "__main__":
