@@ -14,6 +14,7 @@ from aiokafka_lite.cli.consume import consume
 from aiokafka_lite.cli.mirror import mirror
 from aiokafka_lite.cli.offsets import offsets
 from aiokafka_lite.cli.produce import produce
+from aiokafka_lite.cli.replicas import elect_leaders, features_app, log_dirs, quorum_app, reassign
 
 __all__ = ["app", "run"]
 
@@ -42,6 +43,11 @@ app.add_typer(acls.app, name="acls")
 # -- transactions
 app.add_typer(transactions.app, name="transactions")
 # -- reassign, elect-leaders, log-dirs, features, quorum
+app.command("reassign")(reassign)
+app.command("elect-leaders")(elect_leaders)
+app.command("log-dirs")(log_dirs)
+app.add_typer(features_app, name="features")
+app.add_typer(quorum_app, name="quorum")
 
 
 def _version(value: bool) -> None:
