@@ -165,6 +165,11 @@ class ClientConfig(Options):
     )
     sasl_plain_username: str | None = option(None, "Username for PLAIN and SCRAM.")
     sasl_plain_password: str | None = option(None, "Password for PLAIN and SCRAM.", secret=True)
+    sasl_scram_token_auth: bool = option(
+        False,
+        "SCRAM: log in with a delegation token (KIP-48): the token id as sasl_plain_username, "
+        "its HMAC in base64 as sasl_plain_password (Java: ScramLoginModule tokenauth=true).",
+    )
     sasl_oauth_token_provider: TokenProvider | None = option(
         None, "Async callable returning an OAUTHBEARER token; called for every (re-)authentication."
     )

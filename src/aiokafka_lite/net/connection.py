@@ -308,7 +308,10 @@ class BrokerConnection(asyncio.BufferedProtocol):
             token = await provider()
             return OAuthBearerMechanism(token, cfg.sasl_oauthbearer_extensions)
         return create_mechanism(
-            cfg.sasl_mechanism, username=cfg.sasl_plain_username, password=cfg.sasl_plain_password
+            cfg.sasl_mechanism,
+            username=cfg.sasl_plain_username,
+            password=cfg.sasl_plain_password,
+            token_auth=cfg.sasl_scram_token_auth,
         )
 
     async def _gssapi_mechanism(self) -> SaslMechanism:

@@ -514,8 +514,10 @@ def create_mechanism(
     password: str | None = None,
     token: str | None = None,
     extensions: Mapping[str, str] | None = None,
+    token_auth: bool = False,
 ) -> SaslMechanism:
-    """Build a mechanism from client configuration (``sasl_mechanism=...``)."""
+    """Build a mechanism from client configuration (``sasl_mechanism=...``);
+    ``token_auth`` makes a SCRAM login a delegation-token login (``tokenauth=true``)."""
     upper = mechanism.upper()
     if upper == "OAUTHBEARER":
         if token is None:
@@ -526,7 +528,9 @@ def create_mechanism(
     if upper == "PLAIN":
         return PlainMechanism(username, password)
     if upper == "SCRAM-SHA-256":
-        return ScramMechanism(username, password, "SHA-256")
+        return ScramMechanism(username, password, "SHA-256", token_auth=token_auth)
     if upper == "SCRAM-SHA-512":
-        return ScramMechanism(username, password, "SHA-512")
+        return ScramMechanism(username, password, "SHA-512", token_auth=token_auth)
+    if token_auth:
+        raise ConfigError("sasl_scram_token_auth needs sasl_mechanism SCRAM-SHA-256 or SCRAM-SHA-512")
     raise ConfigError(f"unsupported SASL mechanism {mechanism!r}")
