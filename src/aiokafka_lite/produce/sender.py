@@ -384,7 +384,9 @@ class Sender:
             resp = await self._client.send(req, timeout_ms=self._cfg.request_timeout_ms)
             assert isinstance(resp, InitProducerIdResponse)
             if resp.error_code:
-                raise E.error_for(resp.error_code, "InitProducerId")
+                raise E.error_for(
+                    resp.error_code, _init_pid_message(resp.error_code, self._client.principal_hint)
+                )
         except _backend.cancelled_exc():
             raise
         except E.KafkaError as exc:
@@ -633,7 +635,10 @@ class Sender:
             retriable = True
             invalidates = True
         else:
-            error = E.error_for(code, f"{tp.topic}-{tp.partition}" + (f": {message}" if message else ""))
+            text = f"{tp.topic}-{tp.partition}" + (f": {message}" if message else "")
+            if code == E.TopicAuthorizationFailedError.code:
+                text += f"; no ACL allows {self._client.principal_hint} to Write topic {tp.topic!r}"
+            error = E.error_for(code, text)
             retriable = error.retriable if isinstance(error, E.KafkaError) else False
             invalidates = getattr(error, "invalidates_metadata", False)
         self._client.note_error(error)
@@ -767,3 +772,15 @@ class _Turns:
             self.done(ticket)
         elif ticket > self._turn:
             self._skipped.add(ticket)
+
+
+def _init_pid_message(code: int, principal: str) -> str:
+    """InitProducerId's error, with the ACL an authorization failure most likely lacks."""
+    if code == E.ClusterAuthorizationFailedError.code:
+        return (
+            f"InitProducerId: no ACL allows {principal} IdempotentWrite on the cluster or Write on "
+            "any topic (an idempotent producer needs one; enable_idempotence=False does without)"
+        )
+    if code == E.TransactionalIdAuthorizationFailedError.code:
+        return f"InitProducerId: no ACL allows {principal} to Write its transactional id"
+    return "InitProducerId"
