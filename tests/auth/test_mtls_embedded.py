@@ -276,3 +276,59 @@ def test_renewed_certificate_is_used_by_new_connections(
             assert _latest_principal(cluster, "CN=grace") == f"CN=grace-{backend},OU=clients,O=Test"
 
     anyio.run(scenario, backend=backend)
+
+
+@pytest.fixture(scope="module")
+def acl_cluster(pki: Pki) -> Iterator[ThreadedCluster]:
+    """mTLS with the authorizer on: the admin certificate's principal is a super user."""
+    server = pki.server("acl-server")
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=str(pki.root.cert))
+    ctx.load_cert_chain(str(server.cert), str(server.key))
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    with ThreadedCluster(
+        brokers=1,
+        ssl_context=ctx,
+        authorizer=True,
+        super_users=["User:CN=acl-admin,OU=ops,O=Test"],
+        default_partitions=1,
+    ) as tc:
+        yield tc
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_acls_name_the_certificate_principal(backend: str, pki: Pki, acl_cluster: ThreadedCluster) -> None:
+    from aiokafka_lite.admin import (
+        AccessControlEntry,
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        PatternType,
+        ResourcePattern,
+        ResourceType,
+    )
+
+    admin_files = pki.client("acl-admin", ou="ops")
+    writer = pki.client(f"writer-{backend}")
+    other = pki.client(f"other-{backend}")
+    topic = f"acl-mtls-{backend}"
+    principal = f"User:CN=writer-{backend},OU=clients,O=Test"
+
+    async def scenario() -> None:
+        async with Admin(acl_cluster.bootstrap, **_mtls(pki, admin_files)) as admin:
+            await admin.create_topics([NewTopic(topic, 1)])
+            binding = AclBinding(
+                ResourcePattern(ResourceType.TOPIC, topic, PatternType.LITERAL),
+                AccessControlEntry(principal, "*", AclOperation.WRITE, AclPermissionType.ALLOW),
+            )
+            (await admin.create_acls([binding])).raise_errors()
+        async with Producer(acl_cluster.bootstrap, **_mtls(pki, writer)) as producer:
+            await producer.send(topic, b"allowed", partition=0)
+        async with Producer(
+            acl_cluster.bootstrap, **_mtls(pki, other), request_timeout_ms=10_000
+        ) as producer:
+            with anyio.fail_after(30), pytest.raises(E.KafkaError) as denied:
+                await producer.send(topic, b"denied", partition=0)
+            # A valid certificate whose principal no ACL names.
+            assert isinstance(denied.value, E.TopicAuthorizationFailedError), repr(denied.value)
+
+    anyio.run(scenario, backend=backend)
