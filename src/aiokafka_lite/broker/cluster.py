@@ -84,7 +84,9 @@ class EmbeddedCluster:
     with ``Admin.create_acls``; :attr:`authorizer` holds them): ``super_users`` are
     principals (``"User:admin"``) allowed everything (Kafka's ``super.users``), and
     ``allow_everyone_if_no_acl_found`` is Kafka's setting of that name (default False).
-    A connection's principal is ``User:<SASL user>``, or ``User:ANONYMOUS`` without SASL.
+    A connection's principal is ``User:<SASL user>``, else ``User:CN=...,OU=...`` from a
+    verified client certificate (mutual TLS: an ``ssl_context`` with ``CERT_REQUIRED``), else
+    ``User:ANONYMOUS``.
     """
 
     def __init__(
