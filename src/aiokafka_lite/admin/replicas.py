@@ -186,6 +186,13 @@ async def _controller_request(
         await rq.refresh((), deadline)
 
 
+def _final(err: E.KafkaError) -> bool:
+    """An item's error is its outcome, as Java reports these calls' partition and broker
+    errors (REPLICA_NOT_AVAILABLE, say, is retriable for a producer but final here);
+    a failed request is retried by ``AdminRequests.request`` itself."""
+    return False
+
+
 def _timeout_field(rq: AdminRequests, deadline: float) -> int:
     return int(min(rq.remaining_ms(deadline), _REQUEST_TIMEOUT_CAP_MS))
 
@@ -259,7 +266,7 @@ async def alter_partition_reassignments(
                 )
         return out
 
-    outcomes = await rq.per_item(items, attempt, deadline)
+    outcomes = await rq.per_item(items, attempt, deadline, retry_if=_final)
     return results(items, outcomes, lambda tp, e: Result(e))
 
 
@@ -443,7 +450,7 @@ async def describe_log_dirs(
         got = await _backend.gather(*(one(b) for b in batch))
         return dict(zip(batch, got, strict=True))
 
-    outcomes = await rq.per_item(brokers, attempt, deadline)
+    outcomes = await rq.per_item(brokers, attempt, deadline, retry_if=_final)
 
     return results(brokers, outcomes, lambda b, e: BrokerLogDirs(error=e))
 
@@ -506,7 +513,7 @@ async def alter_replica_log_dirs(
     async def attempt(batch: list[TopicPartitionReplica]) -> dict[TopicPartitionReplica, Outcome]:
         return await rq.split(batch, lambda r: r.broker_id, send)
 
-    outcomes = await rq.per_item(items, attempt, deadline)
+    outcomes = await rq.per_item(items, attempt, deadline, retry_if=_final)
     return results(items, outcomes, lambda r, e: Result(e))
 
 
@@ -554,7 +561,7 @@ async def describe_replica_log_dirs(
     async def attempt(batch: list[TopicPartitionReplica]) -> dict[TopicPartitionReplica, Outcome]:
         return await rq.split(batch, lambda r: r.broker_id, send)
 
-    outcomes = await rq.per_item(items, attempt, deadline)
+    outcomes = await rq.per_item(items, attempt, deadline, retry_if=_final)
     return results(items, outcomes, lambda r, e: ReplicaLogDirInfo(error=e))
 
 

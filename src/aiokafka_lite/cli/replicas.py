@@ -19,6 +19,7 @@ too), 2 bad usage.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -466,14 +467,12 @@ def features_describe(
     if as_json:
         print_json(rows)
         return
-    out = stdout_console()
-    for r in rows:
-        out.print(
+    for r in rows:  # tab-separated, as kafka-features.sh prints it
+        sys.stdout.write(
             f"Feature: {r['feature']}\tSupportedMinVersion: {r['supported_min_version']}\t"
             f"SupportedMaxVersion: {r['supported_max_version']}\t"
             f"FinalizedVersionLevel: {r['finalized_version_level']}\t"
-            f"Epoch: {'-' if r['epoch'] is None else r['epoch']}",
-            markup=False,
+            f"Epoch: {'-' if r['epoch'] is None else r['epoch']}\n"
         )
 
 
