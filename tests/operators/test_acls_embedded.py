@@ -248,8 +248,9 @@ async def test_metadata_hides_and_refuses_topics_without_describe(
     ).raise_errors()
     async with Admin(cluster.bootstrap, **sasl("alice")) as alice:
         assert list(await alice.list_topics()) == ["orders"]
-        desc = await alice.describe_topics(["orders", "payments"])
+        desc = await alice.describe_topics(["orders", "payments"], include_authorized_operations=True)
         assert desc["orders"].error is None and len(desc["orders"].partitions) == 2
+        assert desc["orders"].authorized_operations == {Op.DESCRIBE}
         assert isinstance(desc["payments"].error, TopicAuthorizationFailedError)
         # Topic creation needs CREATE (on the cluster or the topic).
         res = await alice.create_topics([NewTopic("ord-new", 1, 1), NewTopic("other", 1, 1)])

@@ -6,6 +6,7 @@ tests/kafka4/test_acls_apache.py. Also what ``Admin`` refuses before sending."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator
 
 import pytest
@@ -18,6 +19,7 @@ from aiokafka_lite.admin import (
     AclOperation,
     AclPermissionType,
     Admin,
+    NewTopic,
     PatternType,
     ResourcePattern,
     ResourcePatternFilter,
@@ -72,6 +74,25 @@ async def test_without_an_authorizer_every_cluster_operation_is_authorized(admin
         Op.DESCRIBE_CONFIGS,
         Op.IDEMPOTENT_WRITE,
     }
+
+
+async def test_without_an_authorizer_every_topic_operation_is_authorized(admin: Admin) -> None:
+    name = f"acl-ops-{uuid.uuid4().hex[:8]}"
+    (await admin.create_topics([NewTopic(name, 1, 1)])).raise_errors()
+    plain = (await admin.describe_topics([name]))[name]
+    assert plain.error is None and plain.authorized_operations is None
+    desc = (await admin.describe_topics([name], include_authorized_operations=True))[name]
+    assert desc.authorized_operations == {
+        Op.READ,
+        Op.WRITE,
+        Op.CREATE,
+        Op.DELETE,
+        Op.ALTER,
+        Op.DESCRIBE,
+        Op.DESCRIBE_CONFIGS,
+        Op.ALTER_CONFIGS,
+    }
+    await admin.delete_topics([name])
 
 
 @pytest.mark.parametrize(

@@ -214,10 +214,21 @@ class Admin:
         )
 
     async def describe_topics(
-        self, names: Iterable[str], *, timeout_ms: float | None = None
+        self,
+        names: Iterable[str],
+        *,
+        include_authorized_operations: bool = False,
+        timeout_ms: float | None = None,
     ) -> Results[str, TopicDescription]:
-        """Partitions, leaders and replicas per topic; unknown topics fail per item."""
-        return await _topics.describe_topics(self._requests, names, timeout_ms=timeout_ms)
+        """Partitions, leaders and replicas per topic; unknown topics fail per item.
+        ``include_authorized_operations=True`` also asks which operations the client's
+        principal may do on each (``TopicDescription.authorized_operations``)."""
+        return await _topics.describe_topics(
+            self._requests,
+            names,
+            include_authorized_operations=include_authorized_operations,
+            timeout_ms=timeout_ms,
+        )
 
     async def describe_cluster(
         self, *, include_authorized_operations: bool = False, timeout_ms: float | None = None

@@ -145,12 +145,22 @@ async def create_partitions(
     return results(new_totals, outcomes, lambda n, e: Result(e))
 
 
-async def _metadata(rq: AdminRequests, topics: list[str] | None, deadline: float) -> MetadataResponse:
+async def _metadata(
+    rq: AdminRequests,
+    topics: list[str] | None,
+    deadline: float,
+    *,
+    include_authorized_operations: bool = False,
+) -> MetadataResponse:
     def make(version: int) -> Request:
         req_topics = (
             None if topics is None else [MetadataRequest.MetadataRequestTopic(name=t) for t in topics]
         )
-        return MetadataRequest(topics=req_topics, allow_auto_topic_creation=False)
+        return MetadataRequest(
+            topics=req_topics,
+            allow_auto_topic_creation=False,
+            include_topic_authorized_operations=include_authorized_operations,
+        )
 
     resp = await rq.request(make, "any", deadline)
     assert isinstance(resp, MetadataResponse)
@@ -170,14 +180,20 @@ async def list_topics(
 
 
 async def describe_topics(
-    rq: AdminRequests, names: Iterable[str], *, timeout_ms: float | None = None
+    rq: AdminRequests,
+    names: Iterable[str],
+    *,
+    include_authorized_operations: bool = False,
+    timeout_ms: float | None = None,
 ) -> Results[str, TopicDescription]:
     """Partitions, leaders and replicas per topic; unknown topics fail per item."""
     items = list(dict.fromkeys(names))
     deadline = rq.deadline(timeout_ms)
 
     async def attempt(batch: list[str]) -> dict[str, Outcome]:
-        resp = await _metadata(rq, batch, deadline)
+        resp = await _metadata(
+            rq, batch, deadline, include_authorized_operations=include_authorized_operations
+        )
         out: dict[str, Outcome] = {}
         for t in resp.topics:
             if t.name is None:
@@ -200,6 +216,9 @@ async def describe_topics(
                     )
                     for p in sorted(t.partitions, key=lambda p: p.partition_index)
                 ],
+                authorized_operations=operations_from_bits(t.topic_authorized_operations)
+                if include_authorized_operations
+                else None,
             )
         return out
 

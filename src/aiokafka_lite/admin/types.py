@@ -140,6 +140,8 @@ class TopicDescription:
     is_internal: bool = False
     partitions: list[PartitionDescription] = field(default_factory=list)
     error: KafkaError | None = None
+    #: Operations the principal may do on the topic (``describe_topics(include_authorized_operations=True)``).
+    authorized_operations: frozenset[AclOperation] | None = None
 
 
 @dataclass(frozen=True, slots=True)
