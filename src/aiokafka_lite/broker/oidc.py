@@ -13,6 +13,10 @@ Keys are cached; the JWKS is fetched again every ``refresh_seconds`` and when a 
 an unknown ``kid`` (at most once per ``min_refresh_interval_seconds``), so a key rotated
 at the identity provider is picked up, as Java's ``RefreshingHttpsJwks`` does.
 
+Unlike Kafka, which answers every rejected token with only ``{"status":"invalid_token"}``
+(the reason goes to its log), the embedded broker sends the reason ("unexpected audience",
+"no key with kid ...") to the client, so that a failing test says why.
+
 Honest limits: the JWKS request is a blocking ``urllib`` call made from the broker's
 event loop (with ``timeout_seconds``), which is fine for an identity provider on loopback
 or in another thread/process, not for one served by the broker's own event loop; and
