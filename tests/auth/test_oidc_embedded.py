@@ -15,6 +15,7 @@ from typing import Any
 
 import anyio
 import pytest
+import sniffio
 from _support.oidc_provider import OidcProvider, SigningKey, rsa_private_pem
 from anyio_backends.conftest import FAST
 
@@ -92,6 +93,7 @@ async def round_trip(bootstrap: str, topic: str, options: dict[str, Any]) -> Non
 async def test_client_credentials_producer_group_consumer_admin(
     provider: OidcProvider, cluster: ThreadedCluster, anyio_backend: str
 ) -> None:
+    assert sniffio.current_async_library() == anyio_backend
     before = provider.token_requests
     await round_trip(cluster.bootstrap, f"oidc-cc-{anyio_backend}", oidc(provider))
     # One token per client (producer, consumer, admin), shared by its connections.
