@@ -133,11 +133,9 @@ async def test_consumer_paths_hand_the_deserializer_its_context(kafka_bootstrap:
         assert record.value == (topic, "value", {"n": str(i).encode()}, f"v{i}")
 
 
-async def test_share_consumer_hands_the_deserializer_its_context(kafka_bootstrap: str) -> None:
-    topic, group = _name("share"), _name("sg")
-    await _topics(kafka_bootstrap, topic)
+async def _share_group_from_earliest(bootstrap: str, group: str) -> None:
     resource = ConfigResource.group(group)
-    async with Admin(kafka_bootstrap, **FAST) as admin:
+    async with Admin(bootstrap, **FAST) as admin:
         (
             await admin.incremental_alter_configs({resource: {"share.auto.offset.reset": "earliest"}})
         ).raise_errors()
@@ -146,6 +144,12 @@ async def test_share_consumer_hands_the_deserializer_its_context(kafka_bootstrap
                 "share.auto.offset.reset"
             ) != "earliest":
                 await anyio.sleep(0.1)
+
+
+async def test_share_consumer_hands_the_deserializer_its_context(kafka_bootstrap: str) -> None:
+    topic, group = _name("share"), _name("sg")
+    await _topics(kafka_bootstrap, topic)
+    await _share_group_from_earliest(kafka_bootstrap, group)
     async with Producer(kafka_bootstrap, **FAST) as producer:
         await producer.send_batch(
             topic, [b"a", b"b"], keys=[b"ka", b"kb"], headers=[[("n", b"0")], [("n", b"1")]]
@@ -316,3 +320,36 @@ def test_the_kind_is_decided_once() -> None:
     assert not plain._contextual
     contextual = Producer("127.0.0.1:1", value_serializer=TaggingSerializer(), key_serializer=str.encode)
     assert contextual._contextual and contextual._key_serializer is None
+
+
+async def test_share_consumer_resolves_an_uncached_schema_in_its_fetch_task(
+    kafka_bootstrap: str, schema_registry_url: str
+) -> None:
+    topic, group = _name("share-gated"), _name("sg")
+    await _topics(kafka_bootstrap, topic)
+    await _share_group_from_earliest(kafka_bootstrap, group)
+    async with SchemaRegistryClient(schema_registry_url) as client:
+        async with Producer(
+            kafka_bootstrap, value_serializer=AvroSerializer(client, POINT), **FAST
+        ) as producer:
+            await producer.send_batch(topic, [{"x": 1}, {"x": 2}])
+    asked, gate = anyio.Event(), anyio.Event()
+    got: list[Any] = []
+    async with GatedClient(schema_registry_url, asked, gate) as gated:
+        async with ShareConsumer(
+            kafka_bootstrap, group_id=group, topics=topic, value_deserializer=AvroDeserializer(gated), **FAST
+        ) as consumer:
+
+            async def open_gate() -> None:
+                await asked.wait()  # the fetch task waits for the registry, and this task runs
+                gate.set()
+
+            with anyio.fail_after(120):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(open_gate)
+                    async for record in consumer:
+                        got.append(record.value)
+                        if len(got) == 2:
+                            break
+        assert gated.calls == 1
+    assert sorted(r["x"] for r in got) == [1, 2]
