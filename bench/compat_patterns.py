@@ -14,7 +14,8 @@ real aiokafka and against the same work written for the native API. Patterns:
   async for       ``async for record in consumer`` over everything produced above
   getmany         ``getmany(timeout_ms=1000)`` until everything is read
 
-Records are 100-byte values without keys, producer settings aiokafka's defaults
+Records are 100-byte values without keys (default partitioning: the topic has one
+partition; only ``send_batch`` names it), producer settings aiokafka's defaults
 (acks=1, linger 0, no idempotence, 16 KiB batches); consumers are assigned the topic's
 one partition from the earliest offset, without a group. Every client runs in a fresh
 process of its own (the compat layer and the real aiokafka cannot share one), on a
@@ -80,16 +81,16 @@ async def run_aiokafka_api(bootstrap: str, topic: str, n: int) -> dict[str, dict
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
     await producer.start()
     try:
-        await producer.send_and_wait(topic, b"warm-up", partition=0)
+        await producer.send_and_wait(topic, b"warm-up")
 
         async def send_gather() -> None:
-            futs = [await producer.send(topic, VALUE, partition=0) for _ in range(n)]
+            futs = [await producer.send(topic, VALUE) for _ in range(n)]
             await asyncio.gather(*futs)
 
         async def send_and_wait() -> None:
             async def task() -> None:
                 for _ in range(PER_TASK):
-                    await producer.send_and_wait(topic, VALUE, partition=0)
+                    await producer.send_and_wait(topic, VALUE)
 
             await asyncio.gather(*(task() for _ in range(TASKS)))
 
@@ -142,16 +143,16 @@ async def run_native(bootstrap: str, topic: str, n: int) -> dict[str, dict[str, 
 
     out: dict[str, dict[str, float]] = {}
     async with Producer(bootstrap, acks=1, enable_idempotence=False, linger_ms=0) as producer:
-        await producer.send(topic, b"warm-up", partition=0)
+        await producer.send(topic, b"warm-up")
 
         async def send_gather() -> None:
-            futs = [await producer.enqueue(topic, VALUE, partition=0) for _ in range(n)]
+            futs = [await producer.enqueue(topic, VALUE) for _ in range(n)]
             await asyncio.gather(*futs)
 
         async def send_and_wait() -> None:
             async def task() -> None:
                 for _ in range(PER_TASK):
-                    await producer.send(topic, VALUE, partition=0)
+                    await producer.send(topic, VALUE)
 
             await asyncio.gather(*(task() for _ in range(TASKS)))
 

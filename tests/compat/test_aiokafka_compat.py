@@ -61,7 +61,7 @@ async def test_send_forms_and_getmany(kafka_bootstrap: str) -> None:
             for records in (await consumer.getmany(timeout_ms=5000)).values():
                 got.extend(records)
         assert [r.value for r in got] == [b"a", b"b", b"c0", b"c1", b"c2"]
-        assert got[0].key == b"k" and got[0].headers == [("h", b"v")] and got[0].timestamp > 0
+        assert got[0].key == b"k" and got[0].headers == (("h", b"v"),) and got[0].timestamp > 0
         tp = TopicPartition(topic, 0)
         assert await consumer.position(tp) == 5
         assert consumer.highwater(tp) == 5

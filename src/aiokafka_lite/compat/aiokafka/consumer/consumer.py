@@ -23,7 +23,10 @@ from aiokafka_lite.compat.aiokafka.abc import ConsumerRebalanceListener
 from aiokafka_lite.compat.aiokafka.structs import (
     ConsumerRecord,
     OffsetAndTimestamp,
+    _NativeConsumerRecord,
+    _new_record,
     record_from_native,
+    records_from_native,
 )
 from aiokafka_lite.consume import Consumer
 from aiokafka_lite.consume.subscription import OffsetAndMetadata
@@ -283,7 +286,7 @@ class AIOKafkaConsumer:
             batch = await self._consumer.getmany(*partitions, timeout_ms=timeout_ms, max_records=max_records)
         except E.ClosedError:
             raise Errors.ConsumerStoppedError() from None
-        return {tp: [record_from_native(r) for r in records] for tp, records in batch.items()}
+        return {tp: records_from_native(records) for tp, records in batch.items()}
 
     def __aiter__(self) -> AIOKafkaConsumer:
         if self._closed:
@@ -292,7 +295,7 @@ class AIOKafkaConsumer:
 
     async def __anext__(self) -> ConsumerRecord[Any, Any]:
         try:
-            return record_from_native(await self._consumer.__anext__())
+            return _new_record(_NativeConsumerRecord, await self._consumer.__anext__())
         except (E.ClosedError, StopAsyncIteration):
             raise StopAsyncIteration from None
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from aiokafka_lite.compat.aiokafka import errors as Errors
 from aiokafka_lite.compat.aiokafka.partitioner import DefaultPartitioner
@@ -21,9 +21,10 @@ from aiokafka_lite.compat.aiokafka.structs import RecordMetadata
 from aiokafka_lite.consume.subscription import OffsetAndMetadata
 from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.produce import Producer
+from aiokafka_lite.produce.batch import BatchResult, RecordFuture
 from aiokafka_lite.produce.batch import RecordMetadata as NativeMetadata
 
-__all__ = ["AIOKafkaProducer", "BatchBuilder"]
+__all__ = ["AIOKafkaProducer", "BatchBuilder", "BatchRecordMetadata"]
 
 #: "Not given" for ``acks`` (FastStream imports it to forward the default).
 _missing = object()
@@ -33,9 +34,31 @@ _RECORD_OVERHEAD = 22
 _BATCH_OVERHEAD = 61
 
 
-def _metadata(md: NativeMetadata) -> RecordMetadata:
-    tp = TopicPartition(md.topic, md.partition)
-    return RecordMetadata(md.topic, md.partition, tp, md.offset, md.timestamp_ms, 0, None)
+_new_tuple = tuple.__new__
+
+
+def _metadata(md: NativeMetadata, log_append_time: bool = False) -> RecordMetadata:
+    topic, partition, offset, timestamp = md
+    tp = _new_tuple(TopicPartition, (topic, partition))
+    # aiokafka's timestamp_type: 0 create time, 1 the broker's LogAppendTime
+    return _new_tuple(RecordMetadata, (topic, partition, tp, offset, timestamp, int(log_append_time), None))
+
+
+class _RecordFuture(RecordFuture):
+    """The native producer's per-record handle, resolving to aiokafka's
+    :class:`RecordMetadata`: what ``send()`` returns. Like the native one (and unlike
+    aiokafka's ``asyncio.Future``) it is a view of the record in its batch speaking
+    asyncio's future protocol (``gather``, ``wait``, ``wait_for`` take it), so a record
+    costs no future, no callback and no result object until its result is read.
+    ``cancel()`` cancels the handle, not the record (as aiokafka: a buffered record is
+    sent anyway). ``await`` and ``gather`` read ``result()``, so they get aiokafka's
+    metadata too."""
+
+    __slots__ = ()
+
+    def result(self) -> RecordMetadata:  # type: ignore[override]
+        md = RecordFuture.result(self)
+        return _metadata(md, self._batch.log_append_time >= 0)
 
 
 def _to_bytes(data: Any) -> bytes | None:
@@ -48,17 +71,38 @@ def _to_bytes(data: Any) -> bytes | None:
     )
 
 
+class BatchRecordMetadata(NamedTuple):
+    """What ``BatchBuilder.append`` returns (aiokafka's ``DefaultRecordMetadata``): the
+    record's index in the batch, its size in bytes and its timestamp (-1: none given)."""
+
+    offset: int
+    size: int
+    timestamp: int
+
+    @property
+    def crc(self) -> None:
+        return None
+
+
 class BatchBuilder:
-    """Records for one ``send_batch`` call (aiokafka's ``create_batch()``)."""
+    """Records for one ``send_batch`` call (aiokafka's ``create_batch()``).
+
+    Values are kept in a list, and keys, headers and timestamps only once a record has
+    one (most batches have none): ``send_batch`` hands the lists to the native
+    producer's ``enqueue_batch`` as they are."""
 
     def __init__(self, max_size: int) -> None:
         self._max_size = max_size
         self._size = _BATCH_OVERHEAD
         self._closed = False
-        self.keys: list[bytes | None] = []
         self.values: list[bytes | None] = []
-        self.headers: list[Any] = []
-        self.timestamps: list[int | None] = []
+        #: None while every key is None (then filled in with the Nones before it).
+        self.keys: list[bytes | None] | None = None
+        self.headers: list[list[tuple[str, bytes]] | None] | None = None
+        #: The records' timestamp while they all have the same one.
+        self.timestamp: int | None = None
+        #: Every record's timestamp, once they differ.
+        self.timestamps: list[int | None] | None = None
 
     def append(
         self,
@@ -67,22 +111,45 @@ class BatchBuilder:
         key: bytes | None,
         value: bytes | None,
         headers: Sequence[tuple[str, bytes]] = (),
-    ) -> Any:
+    ) -> BatchRecordMetadata | None:
         """Add a record; ``None`` when the batch is full (then send it and start another).
         A first record that is too big on its own is still accepted (as aiokafka)."""
         if self._closed:
             return None
-        key_b, value_b = _to_bytes(key), _to_bytes(value)
-        size = _RECORD_OVERHEAD + len(key_b or b"") + len(value_b or b"")
-        size += sum(len(k) + len(v or b"") + 4 for k, v in headers)
-        if self.values and self._size + size > self._max_size:
+        values = self.values
+        if key is None and not headers and type(value) is bytes:  # the common record
+            size = _RECORD_OVERHEAD + len(value)
+        else:
+            key, value = _to_bytes(key), _to_bytes(value)
+            size = (
+                _RECORD_OVERHEAD
+                + (len(key) if key is not None else 0)
+                + (len(value) if value is not None else 0)
+            )
+            if headers:
+                size += sum(len(k) + len(v or b"") + 4 for k, v in headers)
+        if self._size + size > self._max_size and values:
             return None
+        count = len(values)
+        if key is not None or self.keys is not None:
+            if self.keys is None:
+                self.keys = [None] * count
+            self.keys.append(key)
+        if headers or self.headers is not None:
+            if self.headers is None:
+                self.headers = [None] * count
+            self.headers.append(list(headers) if headers else None)
+        if self.timestamps is not None:
+            self.timestamps.append(timestamp)
+        elif timestamp != self.timestamp:
+            if count == 0:
+                self.timestamp = timestamp
+            else:
+                self.timestamps = [self.timestamp] * count
+                self.timestamps.append(timestamp)
         self._size += size
-        self.keys.append(key_b)
-        self.values.append(value_b)
-        self.headers.append(list(headers) or None)
-        self.timestamps.append(timestamp)
-        return _BatchRecordMetadata(size, timestamp or -1, None)
+        values.append(value)
+        return _new_tuple(BatchRecordMetadata, (count, size, -1 if timestamp is None else timestamp))
 
     def close(self) -> None:
         self._closed = True
@@ -92,15 +159,6 @@ class BatchBuilder:
 
     def record_count(self) -> int:
         return len(self.values)
-
-
-class _BatchRecordMetadata:
-    __slots__ = ("crc", "size", "timestamp")
-
-    def __init__(self, size: int, timestamp: int, crc: int | None) -> None:
-        self.size = size
-        self.timestamp = timestamp
-        self.crc = crc
 
 
 def _partitioner(partitioner: Any) -> Any:
@@ -166,6 +224,8 @@ class AIOKafkaProducer:
             client_id = f"aiokafka-producer-{AIOKafkaProducer._PRODUCER_CLIENT_ID_SEQUENCE}"
         self._key_serializer = key_serializer
         self._value_serializer = value_serializer
+        #: No serializers: bytes keys and values go to the native producer as they are.
+        self._plain = key_serializer is None and value_serializer is None
         self._max_batch_size = max_batch_size
         self._closed = False
         self._started = False
@@ -247,17 +307,30 @@ class AIOKafkaProducer:
         headers: Iterable[tuple[str, bytes]] | None = None,
     ) -> asyncio.Future[RecordMetadata]:
         """Buffer the record (waiting for space or metadata); returns a future of its
-        :class:`RecordMetadata`."""
-        self._check_open()
-        key_b, value_b = self._serialize(key, value)
+        :class:`RecordMetadata` (an awaitable speaking asyncio's future protocol)."""
+        if self._closed:
+            raise Errors.ProducerClosed("producer is stopped")
+        if self._plain and type(value) is bytes and (key is None or type(key) is bytes):
+            pass  # already what the native producer takes: its fast path
+        else:
+            key, value = self._serialize(key, value)
         fut = await self._producer.enqueue(
             topic,
-            value_b,
-            key_b,
+            value,
+            key,
             partition=partition,
             timestamp_ms=timestamp_ms,
             headers=list(headers) if headers else None,
         )
+        if type(fut) is RecordFuture:
+            fut.__class__ = _RecordFuture  # same layout: a relabelled handle, not a copy
+            return fut  # type: ignore[return-value]
+        return self._wrap(fut)
+
+    @staticmethod
+    def _wrap(fut: Any) -> asyncio.Future[RecordMetadata]:
+        """An ``asyncio.Future`` of aiokafka's metadata for any other awaitable handle
+        (a traced send's)."""
         result: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
 
         def resolve(done: Any) -> None:
@@ -281,12 +354,14 @@ class AIOKafkaProducer:
         timestamp_ms: int | None = None,
         headers: Iterable[tuple[str, bytes]] | None = None,
     ) -> RecordMetadata:
-        self._check_open()
-        key_b, value_b = self._serialize(key, value)
+        if self._closed:
+            raise Errors.ProducerClosed("producer is stopped")
+        if not (self._plain and type(value) is bytes and (key is None or type(key) is bytes)):
+            key, value = self._serialize(key, value)
         md = await self._producer.send(
             topic,
-            value_b,
-            key_b,
+            value,
+            key,
             partition=partition,
             timestamp_ms=timestamp_ms,
             headers=list(headers) if headers else None,
@@ -300,30 +375,39 @@ class AIOKafkaProducer:
         self, batch: BatchBuilder, topic: str, *, partition: int
     ) -> asyncio.Future[RecordMetadata]:
         """Send the records of ``batch`` to ``topic``/``partition``; returns a future of the
-        metadata of the batch's first record (aiokafka's batch metadata)."""
-        self._check_open()
+        metadata of the batch's first record (aiokafka's batch metadata), set once every
+        record of the batch is acknowledged."""
+        if self._closed:
+            raise Errors.ProducerClosed("producer is stopped")
         batch.close()
-        headers = batch.headers if any(h is not None for h in batch.headers) else None
-        timestamps = {t for t in batch.timestamps}
-        timestamp = timestamps.pop() if len(timestamps) == 1 else None
-        result = await self._producer.enqueue_batch(
-            topic,
-            batch.values,
-            keys=batch.keys,
-            headers=headers,
-            partition=partition,
-            timestamp_ms=timestamp,
-        )
+        if batch.timestamps is None:
+            result: Any = await self._producer.enqueue_batch(
+                topic,
+                batch.values,
+                keys=batch.keys,
+                headers=batch.headers,
+                partition=partition,
+                timestamp_ms=batch.timestamp,
+            )
+        else:  # one timestamp per record: the native batch call takes one for all
+            keys = batch.keys or [None] * len(batch.values)
+            headers = batch.headers or [None] * len(batch.values)
+            futures = [
+                await self._producer.enqueue(topic, v, k, partition=partition, timestamp_ms=t, headers=h)
+                for v, k, h, t in zip(batch.values, keys, headers, batch.timestamps, strict=True)
+            ]
+            result = asyncio.gather(*futures)
         done: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
 
         async def wait() -> None:
             try:
-                await result.wait()
-                errors = result.errors()
-                if errors:
-                    raise errors[0]
+                records = await result
+                if isinstance(records, BatchResult):
+                    errors = records.errors()
+                    if errors:
+                        raise errors[0]
                 if not done.cancelled():
-                    done.set_result(_metadata(result[0]))
+                    done.set_result(_metadata(records[0]))
             except Exception as exc:
                 if not done.cancelled():
                     done.set_exception(exc)
