@@ -57,8 +57,27 @@ class _RecordFuture(RecordFuture):
     __slots__ = ()
 
     def result(self) -> RecordMetadata:  # type: ignore[override]
-        md = RecordFuture.result(self)
-        return _metadata(md, self._batch.log_append_time >= 0)
+        batch = self._batch
+        if batch.is_done and batch.error is None and batch.children is None and not self._cancelled:
+            # Delivered (gather reads every record's): built from the batch at once, as
+            # the native handle's result() does, with the batch's own TopicPartition.
+            index = self._index
+            base = batch.base_offset
+            lat = batch.log_append_time
+            tp = batch.tp
+            return _new_tuple(
+                RecordMetadata,
+                (
+                    tp.topic,
+                    tp.partition,
+                    tp,
+                    base + index if base >= 0 else -1,
+                    lat if lat >= 0 else batch.timestamps[index],
+                    1 if lat >= 0 else 0,
+                    None,
+                ),
+            )
+        return _metadata(RecordFuture.result(self), batch.log_append_time >= 0)
 
 
 def _to_bytes(data: Any) -> bytes | None:
