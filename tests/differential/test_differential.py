@@ -18,6 +18,7 @@ from typing import Any
 import _cases  # noqa: F401  (registers the cases)
 import _cases_acls  # noqa: F401
 import _cases_consumer_groups  # noqa: F401
+import _cases_credentials  # noqa: F401
 import _cases_other  # noqa: F401
 import _cases_share_admin  # noqa: F401
 import _cases_txn_admin  # noqa: F401
