@@ -214,6 +214,7 @@ class EmbeddedCluster:
         # AlterUserScramCredentials and the delegation-token APIs change while it runs.
         factories: dict[str, MechanismFactory] = {}
         users = dict(users)
+        store.sasl_enabled = True
         if any(m.startswith("SCRAM-") for m in mechanisms):
             for user, password in users.items():
                 store.add_password(user, password)

@@ -98,6 +98,9 @@ class CredentialStore:
         self.tokens: dict[str, TokenInfo] = {}
         #: ``delegation.token.secret.key``; None: tokens disabled (DELEGATION_TOKEN_AUTH_DISABLED).
         self.token_secret: bytes | None = None
+        #: Whether the cluster's listeners authenticate with SASL: Kafka issues tokens only to
+        #: SASL-authenticated callers (not to a TLS certificate's principal).
+        self.sasl_enabled = False
         #: ``delegation.token.max.lifetime.ms`` (7 days) and ``delegation.token.expiry.time.ms`` (1 day).
         self.token_max_lifetime_ms = 7 * 24 * 3600 * 1000
         self.token_renew_ms = 24 * 3600 * 1000

@@ -183,9 +183,10 @@ async def alter_user_scram_credentials(ctx: RequestContext, req: Request) -> Res
 
 def _token_request_error(ctx: RequestContext) -> int:
     """Kafka's ``allowTokenRequests`` and ``tokenAuthEnabled`` checks (0: allowed)."""
-    if ctx.principal is None or ctx.token_authenticated:
+    store = credential_store(ctx.cluster)
+    if not store.sasl_enabled or ctx.principal is None or ctx.token_authenticated:
         return E.DelegationTokenRequestNotAllowedError.code
-    if credential_store(ctx.cluster).token_secret is None:
+    if store.token_secret is None:
         return E.DelegationTokenAuthDisabledError.code
     return 0
 
@@ -213,7 +214,7 @@ async def create_delegation_token(ctx: RequestContext, req: Request) -> Response
             token_requester_principal_name=name,
         )
 
-    if ctx.principal is None or ctx.token_authenticated:
+    if not credential_store(ctx.cluster).sasl_enabled or ctx.principal is None or ctx.token_authenticated:
         return refuse(E.DelegationTokenRequestNotAllowedError.code)
     owner = caller
     if req.owner_principal_name:
