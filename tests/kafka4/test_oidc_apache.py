@@ -268,3 +268,46 @@ def test_a_rotated_key_is_picked_up(kafka: ApacheCluster, provider: OidcProvider
     from aiokafka_lite.net.oidc import jwt_header
 
     assert jwt_header(with_new[0])["kid"] == new.kid
+
+
+def test_the_embedded_broker_answers_like_kafka(kafka: ApacheCluster, provider: OidcProvider) -> None:
+    """Differential: the same tokens to Kafka's validator and to the embedded broker's
+    ``JwksTokenValidator`` (same JWKS, audience, issuer and connections.max.reauth.ms):
+    the same error code for each bad token, and for a good one a KIP-368 session that
+    ends no later than the token."""
+    from aiokafka_lite.broker.oidc import JwksTokenValidator
+    from aiokafka_lite.testing.threaded import ThreadedCluster
+
+    tokens = {
+        "good": provider.mint("svc", lifetime_s=30),
+        "wrong-audience": provider.mint("svc", audience="not-kafka"),
+        "wrong-issuer": provider.mint("svc", issuer="https://other.test"),
+        "expired": provider.mint("svc", lifetime_s=-600),
+        "unknown-kid": provider.mint("svc", key=SigningKey.generate("nobody-knows")),
+    }
+
+    async def observe(bootstrap: str) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        for name, token in tokens.items():
+            client = Client(bootstrap, **token_options(token))
+            try:
+                await client.start()
+                conn = await client.connection(client.least_loaded_node())
+                seen[name] = ("ok", 0 < conn.session_lifetime_ms <= 30_000)
+            except E.BrokerResponseError as exc:
+                seen[name] = ("error", exc.code)
+            finally:
+                await client.close()
+        return seen
+
+    validator = JwksTokenValidator(
+        provider.jwks_url, expected_audience=provider.audience, expected_issuer=provider.issuer
+    )
+    with ThreadedCluster(oauthbearer_validator=validator, connections_max_reauth_ms=60_000) as embedded:
+        ours = anyio.run(observe, embedded.bootstrap)
+    theirs = anyio.run(observe, kafka.bootstrap)
+    assert theirs == {
+        "good": ("ok", True),
+        **{name: ("error", E.SaslAuthenticationFailedError.code) for name in tokens if name != "good"},
+    }
+    assert ours == theirs
