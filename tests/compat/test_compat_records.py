@@ -81,3 +81,29 @@ async def test_send_futures_gather_and_batches_keep_timestamps(kafka_bootstrap: 
             got += (await consumer.getmany(timeout_ms=5000)).get(tp, [])
     assert [r.value for r in got[:6]] == [b"%d" % i for i in range(6)]
     assert [r.timestamp for r in got[6:]] == [1_600_000_000_000, 1_600_000_001_000]
+
+
+async def test_getmany_without_max_poll_records_returns_everything_fetched(kafka_bootstrap: str) -> None:
+    """aiokafka's ``max_poll_records=None`` (the default) puts no limit on ``getmany``;
+    the native default (500) does not apply through the compat layer."""
+    topic = f"compat-many-{uuid.uuid4().hex[:8]}"
+    async with Admin(kafka_bootstrap) as admin:
+        (await admin.create_topics([NewTopic(topic, 1, 1)])).raise_errors()
+    async with AIOKafkaProducer(bootstrap_servers=kafka_bootstrap, linger_ms=50) as producer:
+        for f in [await producer.send(topic, b"v") for _ in range(1200)]:
+            await f
+    tp = TopicPartition(topic, 0)
+    async with AIOKafkaConsumer(bootstrap_servers=kafka_bootstrap, auto_offset_reset="earliest") as consumer:
+        assert consumer._max_poll_records is None
+        consumer.assign([tp])
+        batch: dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]] = {}
+        while not batch:
+            batch = await consumer.getmany(timeout_ms=5000)
+        # one fetch (1 MiB per partition) holds all 1,200 records (12 KB)
+        assert len(batch[tp]) == 1200
+    async with AIOKafkaConsumer(
+        bootstrap_servers=kafka_bootstrap, auto_offset_reset="earliest", max_poll_records=100
+    ) as limited:
+        limited.assign([tp])
+        got = await limited.getmany(timeout_ms=5000)
+        assert 0 < len(got[tp]) <= 100

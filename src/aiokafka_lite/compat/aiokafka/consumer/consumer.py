@@ -35,6 +35,9 @@ from aiokafka_lite.core.structs import TopicPartition
 
 __all__ = ["AIOKafkaConsumer"]
 
+#: ``max_poll_records=None``: no limit, as aiokafka (the native default is 500).
+_NO_LIMIT = 2**31 - 1
+
 
 def _strategy(strategies: Iterable[Any]) -> list[Any]:
     names: list[Any] = []
@@ -165,8 +168,9 @@ class AIOKafkaConsumer:
             "sasl_oauth_token_provider": sasl_oauth_token_provider,
             "client_rack": client_rack or "",
         }
-        if max_poll_records is not None:
-            options["max_poll_records"] = max_poll_records
+        #: aiokafka's name (Faust reads it); None: getmany() returns all that is buffered.
+        self._max_poll_records = max_poll_records
+        options["max_poll_records"] = _NO_LIMIT if max_poll_records is None else max_poll_records
         if isinstance(bootstrap_servers, str):
             bootstrap_servers = bootstrap_servers.split(",")
         self._consumer = Consumer(bootstrap_servers, **options)
