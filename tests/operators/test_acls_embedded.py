@@ -40,6 +40,7 @@ from aiokafka_lite.core.errors import (
     TopicAuthorizationFailedError,
     TransactionalIdAuthorizationFailedError,
 )
+from aiokafka_lite.wire.messages import OffsetFetchRequest, OffsetFetchResponse
 
 pytestmark = pytest.mark.kafka_embedded
 
@@ -287,3 +288,21 @@ async def test_super_user_and_everyone_if_no_acl_found() -> None:
             await producer.send("open", b"free")
             with pytest.raises(TopicAuthorizationFailedError):
                 await producer.send("closed", b"owned by admin")
+
+
+async def test_offset_fetch_of_several_groups_answers_each_group(
+    cluster: EmbeddedCluster, admin: Admin
+) -> None:
+    (await admin.create_acls([acl(RT.GROUP, "mine", "User:alice", Op.DESCRIBE)])).raise_errors()
+    request = OffsetFetchRequest(
+        groups=[
+            OffsetFetchRequest.OffsetFetchRequestGroup(group_id=g, topics=None) for g in ("mine", "theirs")
+        ]
+    )
+    async with Admin(cluster.bootstrap, **sasl("alice")) as alice:
+        resp = await alice.request(lambda v: request, timeout_ms=10_000)
+    assert isinstance(resp, OffsetFetchResponse)
+    assert sorted((g.group_id, g.error_code) for g in resp.groups) == [
+        ("mine", 0),
+        ("theirs", GroupAuthorizationFailedError.code),
+    ]

@@ -320,11 +320,8 @@ def _attr(name: str) -> Callable[[Request, int], Sequence[str | None]]:
     return lambda r, v: [getattr(r, name, None)]
 
 
-def _offset_fetch_groups(r: Request, v: int) -> Sequence[str | None]:
-    groups = getattr(r, "groups", None)
-    if v >= 8 and groups:
-        return [g.group_id for g in groups]
-    return [getattr(r, "group_id", None)]
+def _offset_fetch_group(r: Request, v: int) -> Sequence[str | None]:
+    return [getattr(r, "group_id", None)] if v < 8 else []  # v8+: per group, below
 
 
 def _coordinator_key(resource: ResourceType, key_type: int) -> Callable[[Request, int], Sequence[str | None]]:
@@ -345,7 +342,7 @@ _TXN_WRITE = _Whole(_RT.TRANSACTIONAL_ID, _Op.WRITE, _TXN, _attr("transactional_
 _WHOLE: Final[dict[int, tuple[_Whole, ...]]] = {
     0: (_TXN_WRITE,),  # Produce: a transactional producer's id (None for the others)
     8: (_GROUP_READ,),  # OffsetCommit
-    9: (_Whole(_RT.GROUP, _Op.DESCRIBE, _GROUP, _offset_fetch_groups),),  # OffsetFetch
+    9: (_Whole(_RT.GROUP, _Op.DESCRIBE, _GROUP, _offset_fetch_group),),  # OffsetFetch before v8
     10: (  # FindCoordinator
         _Whole(_RT.GROUP, _Op.DESCRIBE, _GROUP, _coordinator_key(_RT.GROUP, 0)),
         _Whole(_RT.TRANSACTIONAL_ID, _Op.DESCRIBE, _TXN, _coordinator_key(_RT.TRANSACTIONAL_ID, 1)),
@@ -383,6 +380,7 @@ _PER_ITEM: Final[dict[int, tuple[_PerItem, ...]]] = {
     ),
     2: (_PerItem(_RT.TOPIC, _Op.DESCRIBE, _TOPIC, "topics", "topics"),),
     8: (_PerItem(_RT.TOPIC, _Op.READ, _TOPIC, "topics", "topics"),),
+    9: (_PerItem(_RT.GROUP, _Op.DESCRIBE, _GROUP, "groups", "groups", applies=lambda r, v: v >= 8),),
     15: (_PerItem(_RT.GROUP, _Op.DESCRIBE, _GROUP, "groups", "groups"),),
     19: (_PerItem(_RT.TOPIC, _Op.CREATE, _TOPIC, "topics", "topics", cluster_op=_Op.CREATE),),
     20: (
@@ -410,7 +408,7 @@ class _Enforcer:
     def _item_name(self, item: Any) -> str | None:
         if isinstance(item, str):
             return item
-        name = getattr(item, "name", None) or getattr(item, "topic", None)
+        name = getattr(item, "name", None) or getattr(item, "topic", None) or getattr(item, "group_id", None)
         if name:
             return str(name)
         topic_id = getattr(item, "topic_id", ZERO_UUID)
