@@ -18,10 +18,13 @@ Kafka 4.4:
   move past it (aborted records skipped). The coordinator is not told, as in Kafka: if it
   still holds the transaction open, its own timeout writes a second (harmless) abort.
 
-Deviations: there is no authorizer here yet (Kafka needs Read on the topic for
-DescribeProducers and ClusterAction for WriteTxnMarkers); a marker for a
-``__consumer_offsets`` partition does not complete the group coordinator's pending
-transactional offsets (Kafka's does).
+With an authorizer (``EmbeddedCluster(authorizer=True)``), as Kafka's ``KafkaApis``:
+DescribeProducers needs READ on each topic (else ``TOPIC_AUTHORIZATION_FAILED`` for its
+partitions, checked before existence), WriteTxnMarkers CLUSTER_ACTION on the cluster
+(else ``CLUSTER_AUTHORIZATION_FAILED`` for every partition).
+
+Deviation: a marker for a ``__consumer_offsets`` partition does not complete the group
+coordinator's pending transactional offsets (Kafka's does).
 """
 
 from __future__ import annotations
@@ -30,7 +33,12 @@ from aiokafka_lite.broker.api.common import NOT_LEADER
 from aiokafka_lite.broker.context import HandlerRegistry, RequestContext
 from aiokafka_lite.broker.producer_states import active_producers, write_txn_marker
 from aiokafka_lite.broker.state import ClusterState
-from aiokafka_lite.core.errors import UnknownTopicOrPartitionError
+from aiokafka_lite.core.acls import AclOperation, ResourceType
+from aiokafka_lite.core.errors import (
+    ClusterAuthorizationFailedError,
+    TopicAuthorizationFailedError,
+    UnknownTopicOrPartitionError,
+)
 from aiokafka_lite.wire.message import Request, Response
 from aiokafka_lite.wire.messages import (
     DescribeProducersRequest,
@@ -46,13 +54,19 @@ _UNKNOWN = UnknownTopicOrPartitionError.code
 
 async def describe_producers(ctx: RequestContext, req: Request) -> Response:
     assert isinstance(req, DescribeProducersRequest)
+    auth = ctx.cluster.authorizer
     topics = []
     for t in req.topics:
+        readable = auth is None or auth.authorize(
+            ctx.kafka_principal, ctx.client_host, AclOperation.READ, ResourceType.TOPIC, t.name
+        )
         parts = []
         for index in t.partition_indexes:
             pr = DescribeProducersResponse.PartitionResponse(partition_index=index)
             p = ctx.cluster.get_partition(t.name, index)
-            if p is None:
+            if not readable:
+                pr.error_code = TopicAuthorizationFailedError.code
+            elif p is None:
                 pr.error_code = _UNKNOWN
             elif ctx.broker_id not in p.replicas:
                 pr.error_code = NOT_LEADER
@@ -75,6 +89,10 @@ async def describe_producers(ctx: RequestContext, req: Request) -> Response:
 
 async def write_txn_markers(ctx: RequestContext, req: Request) -> Response:
     assert isinstance(req, WriteTxnMarkersRequest)
+    auth = ctx.cluster.authorizer
+    allowed = auth is None or auth.authorize_cluster(
+        ctx.kafka_principal, ctx.client_host, AclOperation.CLUSTER_ACTION
+    )
     results = []
     for m in req.markers:
         topics = []
@@ -82,7 +100,9 @@ async def write_txn_markers(ctx: RequestContext, req: Request) -> Response:
             parts = []
             for index in t.partition_indexes:
                 p = ctx.cluster.get_partition(t.name, index)
-                if p is None:
+                if not allowed:
+                    code = ClusterAuthorizationFailedError.code
+                elif p is None:
                     code = _UNKNOWN
                 elif p.leader_id != ctx.broker_id:
                     code = NOT_LEADER
