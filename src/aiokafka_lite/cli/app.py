@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from aiokafka_lite import __version__
-from aiokafka_lite.cli import acls, groups, quotas, share_groups, topics, transactions, users
+from aiokafka_lite.cli import acls, groups, quotas, share_groups, tokens, topics, transactions, users
 from aiokafka_lite.cli.broker import broker
 from aiokafka_lite.cli.consume import consume
 from aiokafka_lite.cli.mirror import mirror
@@ -42,6 +42,7 @@ app.add_typer(acls.app, name="acls")
 # -- users, quotas
 app.add_typer(users.app, name="users")
 app.add_typer(quotas.app, name="quotas")
+app.add_typer(tokens.app, name="tokens")
 # -- transactions
 app.add_typer(transactions.app, name="transactions")
 # -- reassign, elect-leaders, log-dirs, features, quorum
