@@ -262,3 +262,18 @@ def test_the_jwks_validator_checks_what_kafka_checks() -> None:
         forged = base64.urlsafe_b64encode(none_header).rstrip(b"=").decode() + f".{payload}."
         with pytest.raises(AuthenticationError, match="algorithm"):
             validator(forged, {})
+
+
+async def test_a_file_url_reads_the_token_from_the_file(anyio_backend: str, tmp_path: Any) -> None:
+    """Java's FileJwtRetriever: the token is read from the file, again once due."""
+    path = tmp_path / "token.jwt"
+    path.write_text(_jwt(jti="first") + "\n")
+    retriever = OidcTokenRetriever(f"file://{path}")
+    assert jwt_claims(await retriever())["jti"] == "first"
+    path.write_text(_jwt(jti="second"))
+    assert jwt_claims(await retriever())["jti"] == "first"  # cached until due
+    retriever._refresh_at = 0.0
+    assert jwt_claims(await retriever())["jti"] == "second"
+    missing = OidcTokenRetriever(f"file://{tmp_path}/absent.jwt")
+    with pytest.raises(E.OAuthBearerTokenError, match="cannot read the token file"):
+        await missing()

@@ -12,6 +12,9 @@ builds one itself (``ClientConfig.oauth_token_provider``). Two grants, as Java's
   ``sasl.oauthbearer.assertion.claim.*``) or read ready-made from a file, sent as
   ``grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer&assertion=...``.
 
+A ``file:`` URL instead of the endpoint reads the token from that file (Java's
+``FileJwtRetriever``), again whenever a new one is due.
+
 Refresh follows Java's ``sasl.login.refresh.*`` rules (``ExpiringCredentialRefreshingLogin``):
 the token is refreshed once ``window_factor`` (+ up to ``window_jitter``, random) of its
 lifetime has passed, but no later than ``buffer_seconds`` before it expires and no sooner
@@ -45,6 +48,7 @@ import logging
 import random
 import ssl
 import time
+import urllib.parse
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -314,15 +318,20 @@ class OidcTokenRetriever:
         scope_claim_name: str = "scope",
         http_transport: Any = None,
     ) -> None:
-        if not token_endpoint_url.startswith(("https://", "http://")):
+        if not token_endpoint_url.startswith(("https://", "http://", "file:")):
             raise ConfigError(
-                "sasl_oauthbearer_token_endpoint_url must be an http(s) URL of the token endpoint"
+                "sasl_oauthbearer_token_endpoint_url must be an http(s) URL of the token endpoint "
+                "(or a file: URL of a file holding the token)"
             )
         signed = assertion_private_key_file is not None or assertion_private_key_pem is not None
         if signed and assertion_file is not None:
             raise ConfigError("give either an assertion private key or sasl_oauthbearer_assertion_file")
         self.grant = "jwt-bearer" if signed or assertion_file is not None else "client_credentials"
-        if self.grant == "client_credentials" and (not client_id or client_secret is None):
+        if token_endpoint_url.startswith("file:"):
+            # Java's FileJwtRetriever: the token is read from the file (e.g. a Kubernetes
+            # projected service account token), again whenever a new one is due.
+            self.grant = "file"
+        elif self.grant == "client_credentials" and (not client_id or client_secret is None):
             raise ConfigError(
                 "OAUTHBEARER/OIDC: sasl_oauthbearer_token_endpoint_url needs either "
                 "sasl_oauthbearer_client_credentials_client_id and _client_secret (client_credentials "
@@ -488,6 +497,8 @@ class OidcTokenRetriever:
         return httpx
 
     async def _fetch(self) -> OAuthBearerToken:
+        if self.grant == "file":
+            return self._read_token_file()
         httpx = self._httpx()
         where = self.token_endpoint_url
         started = time.monotonic()
@@ -539,6 +550,22 @@ class OidcTokenRetriever:
                 raise error
             log.debug("OAUTHBEARER/OIDC: %s; retrying in %.2f s", error, delay)
             await _backend.sleep(delay)
+
+    def _read_token_file(self) -> OAuthBearerToken:
+        path = urllib.parse.urlparse(self.token_endpoint_url).path
+        try:
+            with open(path, encoding="utf-8") as fh:
+                value = fh.read().strip()
+        except OSError as exc:
+            raise OAuthBearerTokenError(
+                f"OAUTHBEARER/OIDC: cannot read the token file {path}: {exc.strerror}"
+            ) from None
+        return token_from_response(
+            {"access_token": value},
+            now=time.time(),
+            sub_claim_name=self.sub_claim_name,
+            scope_claim_name=self.scope_claim_name,
+        )
 
     def _describe_refusal(self, resp: Any) -> str:
         code = resp.status_code
