@@ -200,7 +200,8 @@ class ClientConfig(Options):
         None,
         "OAUTHBEARER: the OAuth/OIDC token endpoint to get tokens from (instead of "
         "sasl_oauth_token_provider); client_credentials grant with the client id/secret, "
-        "jwt-bearer grant with an assertion key or file (needs the [oidc] extra).",
+        "jwt-bearer grant with an assertion key or file (needs the [oidc] extra); a file: URL "
+        "reads the token from that file instead (Java's FileJwtRetriever).",
     )
     sasl_oauthbearer_client_credentials_client_id: str | None = option(
         None, "OIDC client_credentials grant: the client id (sent with HTTP Basic authentication)."
