@@ -162,12 +162,12 @@ def _random_salt() -> bytes:
 async def describe_user_scram_credentials(
     rq: AdminRequests, users: Iterable[str] | None = None, *, timeout_ms: float | None = None
 ) -> Results[str, UserScramCredentialsDescription]:
-    """The SCRAM credentials of ``users`` (None: every user that has one). An unknown
+    """The SCRAM credentials of ``users`` (None or empty: every user that has one). An unknown
     user's result carries ``ResourceNotFoundError``; a request-level error is raised."""
-    names = None if users is None else list(dict.fromkeys(users))
+    # As Java: no users, or an empty list, describes every user.
+    names = list(dict.fromkeys(users)) if users is not None else None
+    names = names or None
     deadline = rq.deadline(timeout_ms)
-    if names is not None and not names:
-        return Results()
 
     def make(version: int) -> Request:
         return DescribeUserScramCredentialsRequest(
