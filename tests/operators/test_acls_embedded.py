@@ -306,3 +306,23 @@ async def test_offset_fetch_of_several_groups_answers_each_group(
         ("mine", 0),
         ("theirs", GroupAuthorizationFailedError.code),
     ]
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+async def test_a_denied_member_of_either_group_protocol_raises_at_once(
+    cluster: EmbeddedCluster, admin: Admin, protocol: str
+) -> None:
+    (await admin.create_acls([acl(RT.TOPIC, "orders", "User:bob", Op.READ)])).raise_errors()
+    group = f"denied-{protocol}"
+    async with Consumer(
+        cluster.bootstrap, topics="orders", group_id=group, group_protocol=protocol, **sasl("bob")
+    ) as consumer:
+        with pytest.raises(GroupAuthorizationFailedError):
+            await asyncio.wait_for(consumer.getone(), 30)
+        # It stays failed: later polls raise again, and the member sends no more group
+        # requests (no retry storm).
+        with cluster.record_requests(10, 11, 14, 68) as rec:  # FindCoordinator, Join, Sync, CG heartbeat
+            for _ in range(3):
+                with pytest.raises(GroupAuthorizationFailedError):
+                    await consumer.getmany(timeout_ms=200)
+        assert rec.requests == []
