@@ -32,6 +32,10 @@ without AddOffsetsToTxn. Older versions keep the version-1 rules on the same clu
 The finalized level matters only for the coordinator's own aborts (fencing by
 InitProducerId, the transaction timeout): see ``_fence_and_abort``.
 
+With an authorizer, as Kafka: ListTransactions lists only the transactional ids the
+principal may DESCRIBE; DescribeTransactions answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+for the others and leaves out the topics it may not DESCRIBE.
+
 Deviations: transaction state is not persisted across cluster restarts; InitProducerId
 up to v5 (no KIP-939 2PC); TxnOffsetCommit up to v5 (v6 names topics by id).
 """
@@ -60,6 +64,7 @@ from aiokafka_lite.broker.groups import (
 )
 from aiokafka_lite.broker.state import ClusterState
 from aiokafka_lite.core import errors
+from aiokafka_lite.core.acls import AclOperation, ResourceType
 from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.wire.message import Request, Response
 from aiokafka_lite.wire.messages import (
@@ -705,6 +710,8 @@ class TransactionCoordinator:
         for tid in req.transactional_ids:
             st = DescribeTransactionsResponse.TransactionState(transactional_id=tid)
             err = self.coordinator_error(tid, ctx.broker_id) if tid else TRANSACTIONAL_ID_NOT_FOUND
+            if not err and not _may(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, tid):
+                err = errors.TransactionalIdAuthorizationFailedError.code
             meta = self.txns.get(tid)
             if err:
                 st.error_code = err
@@ -724,7 +731,9 @@ class TransactionCoordinator:
                     for g in meta.groups
                 }
                 for tp in sorted(meta.partitions | offsets_parts):
-                    by_topic.setdefault(tp.topic, []).append(tp.partition)
+                    # Kafka leaves out the topics the principal may not DESCRIBE.
+                    if _may(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, tp.topic):
+                        by_topic.setdefault(tp.topic, []).append(tp.partition)
                 st.topics = [
                     DescribeTransactionsResponse.TopicData(topic=name, partitions=parts)
                     for name, parts in by_topic.items()
@@ -759,6 +768,8 @@ class TransactionCoordinator:
                 continue
             if pattern is not None and not pattern.fullmatch(tid):
                 continue
+            if not _may(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, tid):
+                continue  # Kafka lists only the ids the principal may DESCRIBE
             listed.append(
                 ListTransactionsResponse.TransactionState(
                     transactional_id=tid, producer_id=meta.producer_id, transaction_state=meta.state.value
@@ -772,6 +783,12 @@ def _fenced(code: int, version: int, first_fenced_version: int) -> int:
     if code == PRODUCER_FENCED and version < first_fenced_version:
         return INVALID_PRODUCER_EPOCH
     return code
+
+
+def _may(ctx: RequestContext, op: AclOperation, resource: ResourceType, name: str) -> bool:
+    """Whether the request's principal may ``op`` the resource (always without an authorizer)."""
+    auth = ctx.cluster.authorizer
+    return auth is None or auth.authorize(ctx.kafka_principal, ctx.client_host, op, resource, name)
 
 
 def _wall_ms() -> int:
