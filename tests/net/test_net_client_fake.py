@@ -62,7 +62,12 @@ def test_parse_bootstrap() -> None:
         {"request_timeout_ms": 0},
         {"max_in_flight_requests_per_connection": 0},
         {"security_protocol": "TLS"},
-        {"sasl_mechanism": "GSSAPI"},
+        {"sasl_mechanism": "NTLM"},
+        {
+            "security_protocol": "SASL_PLAINTEXT",
+            "sasl_mechanism": "GSSAPI",
+            "sasl_kerberos_keytab": "k.keytab",
+        },
         {"security_protocol": "SASL_PLAINTEXT", "sasl_plain_username": "u"},
         {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "OAUTHBEARER"},
         {"client_software_name": "has space"},
