@@ -170,6 +170,10 @@ async def case_list_and_describe_transactions(t: Target) -> Observation:
             "ours": [(s.transactional_id == txn, s.transaction_state) for s in resp.transaction_states],
         }
 
+    # An id with a producer but no transaction yet (Empty, no start time).
+    idle = t.unique("txnadm-idle")
+    idle_pid = await init_producer_id(c, idle)
+    assert idle_pid.error_code == 0, idle_pid
     described = await c.request(DescribeTransactionsRequest(transactional_ids=[txn, t.unique("nosuch")]), 0)
     assert isinstance(described, DescribeTransactionsResponse)
     ours, unknown = described.transaction_states
@@ -180,6 +184,10 @@ async def case_list_and_describe_transactions(t: Target) -> Observation:
         "by_pid_long_running": await listed(1, producer_id_filters=[pid], duration_filter=3_600_000),
         "by_pid_running": await listed(1, producer_id_filters=[pid], duration_filter=0),
         "by_pattern": await listed(2, transactional_id_pattern=txn.replace("-", ".")),
+        "idle_long_running": await listed(
+            1, producer_id_filters=[idle_pid.producer_id], duration_filter=3_600_000
+        ),
+        "idle_by_state": await listed(0, producer_id_filters=[idle_pid.producer_id], state_filters=["Empty"]),
         "describe": {
             "error": ours.error_code,
             "state": ours.transaction_state,

@@ -764,7 +764,9 @@ class TransactionCoordinator:
                 continue
             if pids and meta.producer_id not in pids:
                 continue
-            if min_duration >= 0 and (meta.start_wall_ms < 0 or now - meta.start_wall_ms < min_duration):
+            # Kafka's test, as it is: running longer than the filter, counted from the start
+            # time even when none is set (-1: an Empty id), which then always passes.
+            if min_duration >= 0 and now - meta.start_wall_ms <= min_duration:
                 continue
             if pattern is not None and not pattern.fullmatch(tid):
                 continue
