@@ -4,7 +4,9 @@
   ids it coordinates), merged; filters by state, producer id, (v1+, KIP-994) how long
   the transaction has been open, and (v2+, KIP-1152) a regular expression the whole
   transactional id matches (Java's RE2J syntax on Kafka, Python's ``re`` on the
-  embedded broker). A broker that fails is reported in ``errors``
+  embedded broker). Kafka's duration filter counts from the transaction's start time
+  even when there is none: an id with no transaction yet (``Empty``) always passes it,
+  so pair it with ``states=["Ongoing"]`` to find long-open transactions. A broker that fails is reported in ``errors``
   (Java's ``ListTransactionsResult.all()`` would fail the whole call; ``by_broker`` is
   the same split).
 * ``describe_transactions``: DescribeTransactions at each id's transaction coordinator
