@@ -117,3 +117,25 @@ def test_options() -> None:
         ClientConfig(sasl_kerberos_service_name="")
     cfg = ClientConfig(security_protocol="SASL_SSL", sasl_mechanism="GSSAPI")
     assert cfg.sasl_kerberos_service_name == "kafka"
+
+
+def test_aiokafka_compat_accepts_gssapi() -> None:
+    """aiokafka's GSSAPI options (the ticket cache, service and domain name) reach the
+    native client instead of the ConfigError the compat layer raised before."""
+    from aiokafka_lite.compat.aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+    common = {
+        "security_protocol": "SASL_PLAINTEXT",
+        "sasl_mechanism": "GSSAPI",
+        "sasl_kerberos_service_name": "kafka-svc",
+        "sasl_kerberos_domain_name": "kafka.example.com",
+    }
+    producer = AIOKafkaProducer(bootstrap_servers="h:1", **common)
+    consumer = AIOKafkaConsumer(bootstrap_servers="h:1", **common)
+    for native in (producer._producer, consumer._consumer):
+        cfg = native._client.config
+        assert (cfg.sasl_mechanism, cfg.sasl_kerberos_service_name, cfg.sasl_kerberos_domain_name) == (
+            "GSSAPI",
+            "kafka-svc",
+            "kafka.example.com",
+        )

@@ -72,6 +72,8 @@ class AIOKafkaAdminClient:
             sasl_plain_username=sasl_plain_username,
             sasl_plain_password=sasl_plain_password,
             sasl_oauth_token_provider=sasl_oauth_token_provider,
+            sasl_kerberos_service_name=sasl_kerberos_service_name,
+            sasl_kerberos_domain_name=sasl_kerberos_domain_name,
         )
 
     async def start(self) -> None:

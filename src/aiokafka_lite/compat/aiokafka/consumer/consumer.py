@@ -129,8 +129,6 @@ class AIOKafkaConsumer:
         sasl_oauth_token_provider: Any = None,
         client_rack: str | None = None,
     ) -> None:
-        if sasl_mechanism == "GSSAPI":
-            raise Errors.ConfigError("sasl_mechanism GSSAPI (Kerberos) is not supported by aiokafka_lite")
         if max_poll_records is not None and (not isinstance(max_poll_records, int) or max_poll_records < 1):
             raise ValueError("`max_poll_records` should be positive Integer")
         if group_id is None:
@@ -166,6 +164,9 @@ class AIOKafkaConsumer:
             "sasl_plain_username": sasl_plain_username,
             "sasl_plain_password": sasl_plain_password,
             "sasl_oauth_token_provider": sasl_oauth_token_provider,
+            # GSSAPI: the ticket cache (kinit), as aiokafka; the native options add a keytab
+            "sasl_kerberos_service_name": sasl_kerberos_service_name,
+            "sasl_kerberos_domain_name": sasl_kerberos_domain_name,
             "client_rack": client_rack or "",
         }
         #: aiokafka's name (Faust reads it); None: getmany() returns all that is buffered.

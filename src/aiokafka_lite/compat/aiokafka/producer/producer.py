@@ -236,8 +236,6 @@ class AIOKafkaProducer:
             acks = "all" if enable_idempotence else 1
         elif enable_idempotence and acks not in ("all", -1):
             raise Errors.ConfigError('enable_idempotence (or transactional_id) needs acks="all"')
-        if sasl_mechanism == "GSSAPI":
-            raise Errors.ConfigError("sasl_mechanism GSSAPI (Kerberos) is not supported by aiokafka_lite")
         if client_id is None:
             AIOKafkaProducer._PRODUCER_CLIENT_ID_SEQUENCE += 1
             client_id = f"aiokafka-producer-{AIOKafkaProducer._PRODUCER_CLIENT_ID_SEQUENCE}"
@@ -270,6 +268,9 @@ class AIOKafkaProducer:
             "sasl_plain_username": sasl_plain_username,
             "sasl_plain_password": sasl_plain_password,
             "sasl_oauth_token_provider": sasl_oauth_token_provider,
+            # GSSAPI: the ticket cache (kinit), as aiokafka; the native options add a keytab
+            "sasl_kerberos_service_name": sasl_kerberos_service_name,
+            "sasl_kerberos_domain_name": sasl_kerberos_domain_name,
         }
         # delivery_timeout_ms must cover linger + request timeout (Java's rule; aiokafka has none)
         options["delivery_timeout_ms"] = max(120000, linger_ms + request_timeout_ms)
