@@ -9,7 +9,7 @@ from aiokafka_lite.net.connection import BrokerConnection, negotiate_version
 from aiokafka_lite.net.hooks import BrokerStats, Hooks
 from aiokafka_lite.net.metadata import BrokerInfo, ClusterMetadata, CoordinatorType, PartitionInfo, TopicInfo
 from aiokafka_lite.net.protocol import ConnectionProtocol, InFlight
-from aiokafka_lite.net.security import create_ssl_context
+from aiokafka_lite.net.security import ReloadingSslContext, create_ssl_context
 
 __all__ = [
     "BrokerConnection",
@@ -24,6 +24,7 @@ __all__ = [
     "InFlight",
     "Lane",
     "PartitionInfo",
+    "ReloadingSslContext",
     "TopicInfo",
     "create_ssl_context",
     "negotiate_version",
