@@ -4,9 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import struct
+import time
 import uuid
 
-from _diffkit import Observation, Target, batch, case, fetch, find_coordinator, metadata, produce
+from _diffkit import (
+    RETRIABLE_COORDINATOR_ERRORS,
+    Observation,
+    Target,
+    batch,
+    case,
+    fetch,
+    find_coordinator,
+    metadata,
+    produce,
+)
 
 from aiokafka_lite.core.errors import KafkaConnectionError
 from aiokafka_lite.testing.rawclient import RawClient
@@ -516,6 +527,28 @@ async def _commit(
     member: str = "",
     metadata_str: str | None = "",
     partition: int = 0,
+) -> int:
+    # A client retries coordinator errors: Kafka 4.x may name itself coordinator before
+    # the group's shard has loaded, and then answer the commit NOT_COORDINATOR (16) or
+    # COORDINATOR_LOAD_IN_PROGRESS (14) for a moment.
+    deadline = time.monotonic() + 30
+    while True:
+        code = await _commit_once(c, group, topic, offset, generation, member, metadata_str, partition)
+        if code not in RETRIABLE_COORDINATOR_ERRORS or time.monotonic() > deadline:
+            return code
+        await asyncio.sleep(0.05)
+        await find_coordinator(c, group, 0)
+
+
+async def _commit_once(
+    c: RawClient,
+    group: str,
+    topic: str,
+    offset: int,
+    generation: int,
+    member: str,
+    metadata_str: str | None,
+    partition: int,
 ) -> int:
     resp = await c.request(
         OffsetCommitRequest(
