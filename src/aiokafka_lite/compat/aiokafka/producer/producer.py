@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 from typing import Any, NamedTuple
 
 from aiokafka_lite.compat.aiokafka import errors as Errors
@@ -45,14 +46,8 @@ def _metadata(md: NativeMetadata, log_append_time: bool = False) -> RecordMetada
 
 
 class _RecordFuture(RecordFuture):
-    """The native producer's per-record handle, resolving to aiokafka's
-    :class:`RecordMetadata`: what ``send()`` returns. Like the native one (and unlike
-    aiokafka's ``asyncio.Future``) it is a view of the record in its batch speaking
-    asyncio's future protocol (``gather``, ``wait``, ``wait_for`` take it), so a record
-    costs no future, no callback and no result object until its result is read.
-    ``cancel()`` cancels the handle, not the record (as aiokafka: a buffered record is
-    sent anyway). ``await`` and ``gather`` read ``result()``, so they get aiokafka's
-    metadata too."""
+    """The native producer's per-record handle (a view of the record in its batch),
+    relabelled so that ``result()`` gives aiokafka's :class:`RecordMetadata`."""
 
     __slots__ = ()
 
@@ -78,6 +73,16 @@ class _RecordFuture(RecordFuture):
                 ),
             )
         return _metadata(RecordFuture.result(self), batch.log_append_time >= 0)
+
+
+def _resolve_one(result: asyncio.Future[RecordMetadata], handle: Any) -> None:
+    if result.done():
+        return
+    exc = handle.exception()
+    if exc is None:
+        result.set_result(handle.result())
+    else:
+        result.set_exception(exc)
 
 
 def _to_bytes(data: Any) -> bytes | None:
@@ -247,6 +252,8 @@ class AIOKafkaProducer:
         self._closed = False
         self._started = False
         self._batch_tasks: set[asyncio.Task[None]] = set()
+        #: Native batch -> [future, handle, future, handle, ...] of its records sent by send()
+        self._pending: dict[object, list[Any]] = {}
         options: dict[str, Any] = {
             "client_id": client_id,
             "metadata_max_age_ms": metadata_max_age_ms,
@@ -326,8 +333,8 @@ class AIOKafkaProducer:
         timestamp_ms: int | None = None,
         headers: Iterable[tuple[str, bytes]] | None = None,
     ) -> asyncio.Future[RecordMetadata]:
-        """Buffer the record (waiting for space or metadata); returns a future of its
-        :class:`RecordMetadata` (an awaitable speaking asyncio's future protocol)."""
+        """Buffer the record (waiting for space or metadata); returns an
+        ``asyncio.Future`` of its :class:`RecordMetadata`."""
         if self._closed:
             raise Errors.ProducerClosed("producer is stopped")
         if self._plain and type(value) is bytes and (key is None or type(key) is bytes):
@@ -342,10 +349,44 @@ class AIOKafkaProducer:
             timestamp_ms=timestamp_ms,
             headers=list(headers) if headers else None,
         )
-        if type(fut) is RecordFuture:
-            fut.__class__ = _RecordFuture  # same layout: a relabelled handle, not a copy
-            return fut  # type: ignore[return-value]
-        return self._wrap(fut)
+        if type(fut) is not RecordFuture:
+            return self._wrap(fut)
+        # aiokafka's send() gives an asyncio.Future (FastStream checks it). One per record,
+        # resolved with the others of its batch by one callback on the batch (not one
+        # callback per record on the native handle).
+        fut.__class__ = _RecordFuture  # same layout: a relabelled handle, not a copy
+        result: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
+        batch = fut._batch
+        group = self._pending.get(batch)
+        if group is None:
+            group = self._pending[batch] = []
+            fut.add_done_callback(partial(self._resolve_batch, batch))
+        group += (result, fut)
+        return result
+
+    def _resolve_batch(self, batch: object, _first: object) -> None:
+        """The batch of these records is complete: resolve their futures."""
+        group = self._pending.pop(batch)
+        native: Any = batch
+        if native.is_done and native.error is None and native.children is None:  # delivered whole
+            for i in range(0, len(group), 2):
+                result = group[i]
+                if not result.done():
+                    result.set_result(group[i + 1].result())
+            return
+        for i in range(0, len(group), 2):
+            result = group[i]
+            if result.done():
+                continue  # cancelled by its caller (the record is sent all the same)
+            handle = group[i + 1]
+            if not handle.done():  # a part of a split batch still in flight
+                handle.add_done_callback(partial(_resolve_one, result))
+                continue
+            exc = handle.exception()
+            if exc is None:
+                result.set_result(handle.result())
+            else:
+                result.set_exception(exc)
 
     @staticmethod
     def _wrap(fut: Any) -> asyncio.Future[RecordMetadata]:
