@@ -18,9 +18,10 @@ too), 2 bad usage.
 
 from __future__ import annotations
 
+import base64
 import json
 import sys
-import time
+import uuid
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -583,18 +584,21 @@ def _lag_summary(info: QuorumInfo) -> tuple[int, int]:
     return lag, -1
 
 
-def _replica_row(info: QuorumInfo, r: QuorumReplicaState, status: str, now_ms: int) -> dict[str, Any]:
+def _directory_id(value: uuid.UUID) -> str:
+    """A directory id as Kafka prints it: 22 characters of URL-safe base64."""
+    return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
+
+
+def _replica_row(info: QuorumInfo, r: QuorumReplicaState, status: str) -> dict[str, Any]:
     leader = next((v for v in info.voters if v.replica_id == info.leader_id), None)
     leo = leader.log_end_offset if leader is not None else info.high_watermark
     return {
         "node_id": r.replica_id,
-        "directory_id": str(r.replica_directory_id),
+        "directory_id": _directory_id(r.replica_directory_id),
         "log_end_offset": r.log_end_offset,
         "lag": max(leo - r.log_end_offset, 0),
-        "last_fetch_ms_ago": None if r.last_fetch_timestamp is None else now_ms - r.last_fetch_timestamp,
-        "last_caught_up_ms_ago": None
-        if r.last_caught_up_timestamp is None
-        else now_ms - r.last_caught_up_timestamp,
+        "last_fetch_timestamp": r.last_fetch_timestamp,
+        "last_caught_up_timestamp": r.last_caught_up_timestamp,
         "status": status,
     }
 
@@ -627,11 +631,12 @@ def quorum_describe(
 
         def node(r: QuorumReplicaState) -> dict[str, Any]:
             n = info.nodes.get(r.replica_id)
-            return {
-                "id": r.replica_id,
-                "directoryId": str(r.replica_directory_id),
-                "endpoints": [str(e) for e in n.endpoints] if n is not None else [],
-            }
+            out: dict[str, Any] = {"id": r.replica_id}
+            if r.replica_directory_id.int:  # a static quorum's voters have none (Kafka omits it)
+                out["directoryId"] = _directory_id(r.replica_directory_id)
+            if n is not None:
+                out["endpoints"] = [str(e) for e in n.endpoints]
+            return out
 
         doc = {
             "ClusterId": cluster_id,
@@ -650,11 +655,10 @@ def quorum_describe(
             text = json.dumps(value) if isinstance(value, list) else str(value)
             out.print(f"{key + ':':<24}{text}", markup=False)
         return
-    now_ms = int(time.time() * 1000)
     rows = [
-        _replica_row(info, v, "Leader" if v.replica_id == info.leader_id else "Follower", now_ms)
-        for v in info.voters
-    ] + [_replica_row(info, o, "Observer", now_ms) for o in info.observers]
+        _replica_row(info, v, "Leader" if v.replica_id == info.leader_id else "Follower") for v in info.voters
+    ]
+    rows += [_replica_row(info, o, "Observer") for o in info.observers]
     if as_json:
         print_json(rows)
         return
@@ -675,8 +679,8 @@ def quorum_describe(
                     r["directory_id"],
                     r["log_end_offset"],
                     r["lag"],
-                    "-" if r["last_fetch_ms_ago"] is None else f"{r['last_fetch_ms_ago']} ms ago",
-                    "-" if r["last_caught_up_ms_ago"] is None else f"{r['last_caught_up_ms_ago']} ms ago",
+                    "-" if r["last_fetch_timestamp"] is None else r["last_fetch_timestamp"],
+                    "-" if r["last_caught_up_timestamp"] is None else r["last_caught_up_timestamp"],
                     r["status"],
                 ]
                 for r in rows

@@ -30,10 +30,11 @@ What the embedded cluster is, and what follows from it:
   size. AlterReplicaLogDirs to the broker's own dir is accepted (nothing moves); any
   other path is ``LOG_DIR_NOT_FOUND``, a partition the broker does not hold
   ``REPLICA_NOT_AVAILABLE`` and an unknown topic ``UNKNOWN_TOPIC_OR_PARTITION``, as Kafka.
-* **UnregisterBroker**: the embedded cluster's brokers are fixed when it is built, so
-  the request checks the id as Kafka does (``BROKER_ID_NOT_REGISTERED`` for an id the
-  cluster never had) and changes nothing else: a live broker re-registers at once in
-  Kafka too; a stopped one stays listed (fenced) in DescribeCluster here.
+* **UnregisterBroker** (a deviation): Kafka removes the registration, and the broker
+  leaves the metadata (a running Kafka broker too: it is not listed until it registers
+  again). The embedded cluster's brokers are fixed when it is built, so the request
+  checks the id as Kafka does (``BROKER_ID_NOT_REGISTERED`` for an id the cluster never
+  had) and changes nothing else: the broker stays listed.
 * **ListConfigResources** lists topics, brokers (as BROKER and BROKER_LOGGER), groups
   (those the coordinators know and those with configs) and client metrics subscriptions;
   an unknown resource type is ``UNSUPPORTED_VERSION``, as in Kafka. Version 0
