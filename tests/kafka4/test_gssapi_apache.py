@@ -85,6 +85,8 @@ def realm(pytestconfig: pytest.Config) -> Iterator[Realm]:
                 sasl_mechanisms=("GSSAPI",),
                 configs={
                     "sasl.kerberos.service.name": "kafka",
+                    # KIP-368: sessions end after 3 s; clients re-authenticate in band
+                    "connections.max.reauth.ms": "3000",
                     "listener.name.client.gssapi.sasl.jaas.config": jaas,
                 },
                 jvm_system_properties={"java.security.krb5.conf": str(kdc.krb5_config)},
@@ -267,3 +269,37 @@ def test_bad_keytab_unknown_principal_and_kdc_down(backend: str, realm: Realm, t
     )
     assert proc.stdout.startswith("KerberosError"), proc.stdout + proc.stderr
     assert "no KDC of the realm answers" in proc.stdout, proc.stdout
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_reauthentication_on_the_live_connection(
+    backend: str, realm: Realm, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """KIP-368 with GSSAPI: the broker's sessions last connections.max.reauth.ms (3 s);
+    the client gets a new service ticket context and re-authenticates on the same
+    connection, without reconnecting, while requests keep flowing."""
+    from aiokafka_lite.net.gssapi import GssapiMechanism
+    from aiokafka_lite.wire.messages import MetadataRequest
+
+    logins: list[int] = []
+    prepare = GssapiMechanism.prepare
+
+    def counting(self: GssapiMechanism) -> None:
+        prepare(self)
+        logins.append(1)
+
+    monkeypatch.setattr(GssapiMechanism, "prepare", counting)
+
+    async def scenario() -> None:
+        async with Client(realm.cluster.bootstrap, **realm.options()) as client:
+            await client.send(MetadataRequest(topics=[]), node_id=1)
+            (conn,) = [c for _, c in client._nodes[1].open_conns()]
+            assert conn.session_lifetime_ms > 0
+            first = len(logins)
+            with anyio.fail_after(60):
+                while len(logins) < first + 2:  # two re-authentications
+                    await client.send(MetadataRequest(topics=[]), node_id=1)
+                    await anyio.sleep(0.1)
+            assert [c for _, c in client._nodes[1].open_conns()] == [conn] and conn.ready
+
+    anyio.run(scenario, backend=backend)
