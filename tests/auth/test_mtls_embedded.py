@@ -148,6 +148,15 @@ def test_encrypted_key_with_password_string_and_callable(
                 await client.send(MetadataRequest(topics=[]))
                 assert _latest_principal(cluster, "CN=bob") == f"CN=bob-{backend},OU=clients,O=Test"
         assert calls  # the callable was asked when the key was loaded
+        # One file holding the chain and the encrypted key (no ssl_keyfile).
+        combined = pki.dir / f"bob-{backend}-combined.pem"
+        combined.write_text(bob.cert.read_text() + bob.key.read_text())
+        options = _mtls(pki, bob, ssl_password=PASSWORD)
+        options["ssl_certfile"] = str(combined)
+        del options["ssl_keyfile"]
+        async with Client(cluster.bootstrap, **options) as client:
+            await client.send(MetadataRequest(topics=[]))
+            assert _latest_principal(cluster, "CN=bob") == f"CN=bob-{backend},OU=clients,O=Test"
 
     anyio.run(scenario, backend=backend)
 
