@@ -300,6 +300,20 @@ class RecordAccumulator:
             limit = int(limit / ratio)
         return max(min(limit, self.max_request_size, self.pool.total), record_size + BATCH_OVERHEAD)
 
+    def append(
+        self, q: PartitionQueue, ts: int, key: Bytes | None, value: Bytes | None, headers: Headers
+    ) -> tuple[ProducerBatch, int] | None:
+        """The per-record fast path (``enqueue``, ``send``): append one record to ``q``'s
+        open batch and return ``(batch, index)``, or None when there is no open batch or
+        it is full (the caller opens one: :meth:`append_new`). ``headers`` is a sequence,
+        ``()`` for none. One call per record, so it does no more than it must."""
+        app = q.append
+        if app is not None and app(ts, key, value, headers):
+            tss = q.timestamps
+            tss.append(ts)
+            return q.open, len(tss) - 1  # type: ignore[return-value]  # set while append is
+        return None
+
     def try_append(
         self,
         q: PartitionQueue,
@@ -309,19 +323,20 @@ class RecordAccumulator:
         headers: Headers | None,
         reserved: int = 0,
     ) -> tuple[ProducerBatch, int] | None:
-        """Append one record to ``q``'s open batch: ``(batch, index)``, or None when there
-        is no open batch or it is full. ``reserved``: buffer memory the caller holds for a
-        new batch, given back when the record fits the open one."""
-        app = q.append
-        if app is None or not app(ts, key, value, headers or ()):
-            return None
-        if reserved:
+        """:meth:`append` for the slow paths: ``reserved`` is buffer memory the caller
+        holds for a new batch, given back when the record fits the open one."""
+        done = self.append(q, ts, key, value, headers or ())
+        if done is not None and reserved:
             self.pool.release(reserved)
-        tss = q.timestamps
-        tss.append(ts)
-        batch = q.open
-        assert batch is not None
-        return batch, len(tss) - 1
+        return done
+
+    def close_open(self, q: PartitionQueue) -> bool:
+        """Close ``q``'s open batch to appends, if it has one (full: it is sendable now,
+        and the keyless partitioner may move on, KIP-794); whether it had one."""
+        if q.open is None:
+            return False
+        self.mark_full(q)
+        return True
 
     def append_new(
         self,

@@ -189,6 +189,8 @@ class Producer:
             retry_backoff_max_ms=cfg.retry_backoff_max_ms,
             transactional=cfg.transactional_id is not None,
         )
+        #: The accumulator's per-record append, bound once (enqueue's and send's fast path).
+        self._acc_append = self._acc.append
         self._topics = TopicRegistry(
             self._acc,
             partitioner=cfg.partitioner if isinstance(cfg.partitioner, str) else "custom",
@@ -667,11 +669,9 @@ class Producer:
             else:
                 return None, (key, value, size, ts)
             q = state.queues[p]
-            app = q.append
-            if app is not None and app(ts, key, value, headers or ()):
-                tss = q.timestamps
-                tss.append(ts)
-                return q.open, len(tss) - 1
+            done = self._acc_append(q, ts, key, value, headers or ())
+            if done is not None:
+                return done
             done = self._append_new(state, q, partition, key, value, headers, ts, size, 0, kick)
             if done is not None:
                 return done
@@ -695,8 +695,7 @@ class Producer:
         (used here, or given back). ``kick``: with linger 0, send the batch right away
         (not for bulk appends, which would otherwise send one record per batch)."""
         acc = self._acc
-        if q.open is not None:
-            acc.mark_full(q)  # may move the sticky partition on (KIP-794)
+        if acc.close_open(q):  # may move the sticky partition on (KIP-794)
             self._sender.wake()
             self._full_since_yield += 1
             sticky = state.sticky
@@ -822,16 +821,12 @@ class Producer:
                 q is not None
                 and RECORD_OVERHEAD + len(value) + (len(key) if key is not None else 0) <= self._max_plain
             ):
-                app = q.append
-                ts = int(_time() * 1000)
-                if app is not None and app(ts, key, value, ()):
-                    tss = q.timestamps
-                    tss.append(ts)
+                done = self._acc_append(q, int(_time() * 1000), key, value, ())
+                if done is not None:
                     # RecordFuture.of(batch, index) inlined: the call alone cost 4-10% of
                     # enqueue+wait_all (bench/trees.py, asyncio/trio)
                     fut = _new_future(RecordFuture)
-                    fut._batch = q.open  # type: ignore[assignment]  # not None while append is set
-                    fut._index = len(tss) - 1
+                    fut._batch, fut._index = done
                     fut._callbacks = None
                     fut._cancelled = False
                     fut._cancel_message = None
