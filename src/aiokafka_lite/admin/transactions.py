@@ -18,7 +18,10 @@
 * ``abort_transaction``: WriteTxnMarkers with one ABORT marker for the producer, sent
   to the partition's leader, exactly as Java's ``abortTransaction``: it ends an open
   ("hanging") transaction on that one partition without the coordinator, so the last
-  stable offset advances. The broker needs ClusterAction permission for it.
+  stable offset advances. The broker needs ClusterAction permission for it. A leader
+  that moved is looked up again until the deadline, as Java does; a topic that does not
+  exist fails at once with ``UnknownTopicOrPartitionError`` (Java keeps looking until its
+  timeout), as every by-leader call of this admin does.
 * ``fence_producers``: InitProducerId for each transactional id at its coordinator,
   which bumps the producer epoch (aborting an open transaction first), so the producer
   that held the old epoch is fenced. CONCURRENT_TRANSACTIONS (the coordinator is
