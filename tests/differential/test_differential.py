@@ -20,6 +20,7 @@ import _cases_acls  # noqa: F401
 import _cases_consumer_groups  # noqa: F401
 import _cases_credentials  # noqa: F401
 import _cases_other  # noqa: F401
+import _cases_replicas  # noqa: F401
 import _cases_share_admin  # noqa: F401
 import _cases_txn_admin  # noqa: F401
 import _cases_txn_v2  # noqa: F401

@@ -21,8 +21,8 @@ What the embedded cluster is, and what follows from it:
   otherwise); unclean elects only a partition without a leader. The embedded cluster
   moves leadership off a stopped broker at once (to a live broker, a replica if one is
   alive), so an unclean election always finds a leader: ``ELECTION_NOT_NEEDED``. With no
-  partitions named, every partition is elected and those that needed none are left out
-  of the answer, as Kafka's controller does.
+  partitions named, every partition is elected; the answer lists every topic, each with
+  only the partitions that needed an election, as Kafka's controller does.
 * **log dirs**: each broker has one log dir. Its path is ``<data_dir>/broker-<id>`` for a
   cluster with a ``data_dir`` (total and usable bytes are that file system's) and the
   virtual ``/embedded/broker-<id>`` for an in-memory one (bytes unknown: -1, which Java
@@ -254,8 +254,9 @@ async def elect_leaders(ctx: RequestContext, req: Request) -> Response:
         for p in list(state.iter_partitions()):
             code, message = _elect(state, p, election_type)
             changed |= code == 0
+            parts = results.setdefault(p.topic, [])  # every topic is listed, as Kafka does
             if code != ElectionNotNeededError.code:
-                results.setdefault(p.topic, []).append(
+                parts.append(
                     ElectLeadersResponse.PartitionResult(
                         partition_id=p.index, error_code=code, error_message=message
                     )
