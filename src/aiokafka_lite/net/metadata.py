@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Final
+from typing import Final, Protocol
 
 from aiokafka_lite.core.errors import BrokerResponseError, error_for
 from aiokafka_lite.core.structs import TopicPartition
@@ -41,6 +41,7 @@ __all__ = [
     "apply_leader_hints",
     "apply_metadata",
     "fatal_topic_error",
+    "hint_endpoints",
     "topic_error",
 ]
 
@@ -260,6 +261,24 @@ class LeaderHint:
 
     leader_id: int
     leader_epoch: int
+
+
+class NodeEndpoint(Protocol):
+    """A ``NodeEndpoints`` entry of a Produce or Fetch response (KIP-951)."""
+
+    @property
+    def node_id(self) -> int: ...
+    @property
+    def host(self) -> str: ...
+    @property
+    def port(self) -> int: ...
+    @property
+    def rack(self) -> str | None: ...
+
+
+def hint_endpoints(node_endpoints: Iterable[NodeEndpoint]) -> list[BrokerInfo]:
+    """The brokers a response's ``NodeEndpoints`` name, for :func:`apply_leader_hints`."""
+    return [BrokerInfo(e.node_id, e.host, e.port, e.rack) for e in node_endpoints]
 
 
 def apply_leader_hints(

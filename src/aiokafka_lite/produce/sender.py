@@ -35,7 +35,7 @@ from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.net import Client
 from aiokafka_lite.net.client import error_type_name
 from aiokafka_lite.net.hooks import BATCH_BYTES_BUCKETS, BATCH_RECORDS_BUCKETS, Histogram
-from aiokafka_lite.net.metadata import BrokerInfo, LeaderHint
+from aiokafka_lite.net.metadata import LeaderHint, hint_endpoints
 from aiokafka_lite.produce.accumulator import RecordAccumulator
 from aiokafka_lite.produce.batch import ProducerBatch
 from aiokafka_lite.produce.producer_config import ProducerConfig
@@ -55,10 +55,8 @@ __all__ = ["Sender"]
 log = logging.getLogger("aiokafka_lite.producer")
 
 _MESSAGE_TOO_LARGE: Final = 10
-_NOT_LEADER_OR_FOLLOWER: Final = 6
-_FENCED_LEADER_EPOCH: Final = 74
 #: The partition errors whose response may name the new leader (KIP-951).
-_LEADER_MOVED_ERRORS: Final = (_NOT_LEADER_OR_FOLLOWER, _FENCED_LEADER_EPOCH)
+_LEADER_MOVED_ERRORS: Final = (E.NotLeaderOrFollowerError.code, E.FencedLeaderEpochError.code)
 _NETWORK_EXCEPTION: Final = 13
 _REQUEST_TIMED_OUT: Final = 7
 _TRANSACTIONAL_ID_MAX_TIMEOUT: Final = 2**31 - 1
@@ -530,8 +528,7 @@ class Sender:
                     )
         if not hints:
             return set()
-        endpoints = [BrokerInfo(e.node_id, e.host, e.port, e.rack) for e in resp.node_endpoints]
-        moved = self._client.apply_leader_hints(hints, endpoints)
+        moved = self._client.apply_leader_hints(hints, hint_endpoints(resp.node_endpoints))
         if moved:
             self._topics.update(self._client.cluster)
             log.debug("produce response moved leaders: %s", {str(tp): hints[tp] for tp in moved})

@@ -53,7 +53,7 @@ from aiokafka_lite.consume.subscription import (
 from aiokafka_lite.core import concurrency as _backend
 from aiokafka_lite.core import errors as E
 from aiokafka_lite.core.structs import TopicPartition
-from aiokafka_lite.net.metadata import BrokerInfo, LeaderHint
+from aiokafka_lite.net.metadata import LeaderHint, hint_endpoints
 from aiokafka_lite.net.retry import Backoff, Retry
 from aiokafka_lite.wire.messages.fetch_request import FetchRequest
 from aiokafka_lite.wire.messages.fetch_response import FetchResponse
@@ -532,8 +532,7 @@ class Fetcher:
                     )
         if not hints:
             return set()
-        endpoints = [BrokerInfo(e.node_id, e.host, e.port, e.rack) for e in response.node_endpoints]
-        moved = self._client.apply_leader_hints(hints, endpoints)
+        moved = self._client.apply_leader_hints(hints, hint_endpoints(response.node_endpoints))
         if moved:
             self.partitions_moved_by_leader_hint += len(moved)
             log.debug("fetch response moved leaders: %s", {str(tp): hints[tp] for tp in moved})
