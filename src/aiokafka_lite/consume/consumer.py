@@ -300,8 +300,7 @@ class Consumer:
                 await self._fetcher.close()
             self._sub.remove_listener(self)
             if self._telemetry is not None:  # the terminating push, before the client closes
-                left = max(0.0, deadline - time.monotonic())
-                await self._telemetry.stop(min(left, self._client.config.request_timeout_ms / 1000))
+                await self._telemetry.stop(deadline)
             if self._own_client:
                 await self._client.close()
 

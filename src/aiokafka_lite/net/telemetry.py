@@ -636,12 +636,17 @@ class TelemetryReporter:
         owns it."""
         self._task: Any = self._client._spawn(self.run(), "aiokafka_lite.telemetry")
 
-    async def stop(self, grace_s: float) -> None:
-        """The terminating push within ``grace_s`` seconds, then the task's end."""
+    async def stop(self, deadline: float | None) -> None:
+        """The terminating push, then the task's end, within what is left of the owner's
+        close: until ``deadline`` (a ``time.monotonic()`` value; None: close has no
+        deadline) and never longer than ``request_timeout_ms``."""
         self.close()
         task = getattr(self, "_task", None)
         if task is not None:
-            await concurrency.stop_task(task, max(grace_s, 0.0))
+            grace_s = self._client.config.request_timeout_ms / 1000
+            if deadline is not None:
+                grace_s = max(0.0, min(deadline - time.monotonic(), grace_s))
+            await concurrency.stop_task(task, grace_s)
 
 
 def start_reporter(

@@ -479,15 +479,11 @@ class Producer:
             if self._started:
                 await self._sender.stop()
             if self._telemetry is not None:  # the terminating push, before the client closes
-                await self._telemetry.stop(self._telemetry_grace_s(deadline))
+                await self._telemetry.stop(deadline)
             if self._own_client:
                 await self._client.close()
 
     _telemetry: TelemetryReporter | None = None
-
-    def _telemetry_grace_s(self, deadline: float | None) -> float:
-        limit = self._client.config.request_timeout_ms / 1000
-        return limit if deadline is None else max(0.0, min(deadline - time.monotonic(), limit))
 
     def _check_started(self) -> None:
         if not self._started:
