@@ -140,8 +140,11 @@ def _nearest_module(name: str, modules: dict[str, Module]) -> str | None:
 
 
 def load_extensions(package_dir: Path) -> set[str]:
+    """Compiled modules: the built ones (``.so``/``.pyd``) and the C sources they are
+    built from, so the graph is the same whether or not the extension was built (a
+    plain checkout has only ``_crecords.c``)."""
     found = set()
-    for path in [*package_dir.rglob("*.so"), *package_dir.rglob("*.pyd")]:
+    for path in [*package_dir.rglob("*.so"), *package_dir.rglob("*.pyd"), *package_dir.rglob("*.c")]:
         parts = list(path.relative_to(package_dir.parent).parts)
         parts[-1] = parts[-1].split(".")[0]
         found.add(".".join(parts))
