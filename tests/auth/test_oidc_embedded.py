@@ -229,8 +229,11 @@ async def test_unreachable_token_endpoint_fails_after_the_retry_budget(cluster: 
         "sasl_oauthbearer_token_endpoint_url": url,
         "sasl_oauthbearer_client_credentials_client_id": "svc",
         "sasl_oauthbearer_client_credentials_client_secret": SECRET,
+        # A budget of 3 s against backoffs of 50, 100, 200, ... ms: the sleeps alone allow
+        # at most ~6 requests, and a request would have to hang for most of the budget
+        # (not a refused connect, even on a loaded machine) to leave room for only one.
         "sasl_login_retry_backoff_ms": 50,
-        "sasl_login_retry_backoff_max_ms": 400,
+        "sasl_login_retry_backoff_max_ms": 3000,
         **FAST,
     }
     client = Client(cluster.bootstrap, **options)
