@@ -119,6 +119,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=5000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds (more on a busy machine)")
     args = parser.parse_args()
     makers = {"avro": avro_user, "json": json_user, "protobuf": sample_order}
     with EmbeddedSchemaRegistry.in_thread() as registry:
@@ -133,7 +134,8 @@ def main() -> None:
             ),
         }
         print(
-            f"confluent-kafka {importlib.metadata.version('confluent-kafka')}, {args.records} records, best of {args.repeat}"
+            f"confluent-kafka {importlib.metadata.version('confluent-kafka')}, {args.records} records, "
+            f"best of {args.repeat} x {args.rounds} interleaved rounds"
         )
         print(
             f"{'format':<10}{'op':<13}{'ours µs':>10}{'theirs µs':>11}{'theirs/ours':>13}{'library µs':>12}"
@@ -186,7 +188,7 @@ def main() -> None:
                 ),
             }
             results = dict.fromkeys(contenders, float("inf"))
-            for _ in range(2):  # interleaved rounds; the best of each
+            for _ in range(args.rounds):  # interleaved rounds; the best of each
                 for name, (fn, items) in contenders.items():
                     results[name] = min(results[name], best_us_per_record(fn, items, args.repeat))
             for op in ("ser", "de"):
