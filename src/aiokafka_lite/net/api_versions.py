@@ -104,6 +104,8 @@ IMPLEMENTED_APIS: Final[tuple[tuple[int, str, int], ...]] = (
     # left at its default (true), as Java's Admin does.
     (80, "AddRaftVoter", 1),
     (81, "RemoveRaftVoter", 0),
+    # KIP-1071 (admin/streams_groups.py); v1 adds IncludeTopologyDescription, left false.
+    (89, "StreamsGroupDescribe", 1),
     # v1 adds the lag of each share-partition.
     (90, "DescribeShareGroupOffsets", 1),
     (91, "AlterShareGroupOffsets", 0),
