@@ -36,6 +36,13 @@ from aiokafka_lite.admin.replicas import (
     TopicPartitionReplica,
 )
 from aiokafka_lite.admin.share_groups import ShareGroupDescription, ShareGroupOffset, ShareMemberDescription
+from aiokafka_lite.admin.streams_groups import (
+    StreamsGroupDescription,
+    StreamsGroupMemberAssignment,
+    StreamsGroupMemberDescription,
+    StreamsGroupSubtopology,
+    StreamsTaskIds,
+)
 from aiokafka_lite.admin.transactions import (
     AbortTransactionSpec,
     FenceProducerResult,
@@ -155,6 +162,11 @@ __all__ = [
     "ShareGroupDescription",
     "ShareGroupOffset",
     "ShareMemberDescription",
+    "StreamsGroupDescription",
+    "StreamsGroupMemberAssignment",
+    "StreamsGroupMemberDescription",
+    "StreamsGroupSubtopology",
+    "StreamsTaskIds",
     "SupportedVersionRange",
     "TokenInformation",
     "TopicDescription",

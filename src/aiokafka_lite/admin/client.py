@@ -32,12 +32,14 @@ from aiokafka_lite.admin import quotas as _quotas
 from aiokafka_lite.admin import records as _records
 from aiokafka_lite.admin import replicas as _replicas
 from aiokafka_lite.admin import share_groups as _share_groups
+from aiokafka_lite.admin import streams_groups as _streams_groups
 from aiokafka_lite.admin import topics as _topics
 from aiokafka_lite.admin import transactions as _transactions
 from aiokafka_lite.admin.acls import DeleteAclsResult
 from aiokafka_lite.admin.consumer_groups import ConsumerGroupDescription
 from aiokafka_lite.admin.requests import AdminRequests, Route
 from aiokafka_lite.admin.share_groups import ShareGroupDescription, ShareGroupOffset
+from aiokafka_lite.admin.streams_groups import StreamsGroupDescription
 from aiokafka_lite.admin.types import (
     AlterConfigOp,
     ClusterDescription,
@@ -466,6 +468,73 @@ class Admin:
         return await _share_groups.delete_share_group_offsets(
             self._requests, group_id, topics, timeout_ms=timeout_ms
         )
+
+    # ------------------------------------------------------------------ streams groups (KIP-1071)
+
+    async def list_streams_groups(
+        self, *, states: Iterable[str] | None = None, timeout_ms: float | None = None
+    ) -> ListGroupsResult:
+        """Streams groups of the cluster (ListGroups filtered by type ``streams``),
+        optionally only those in ``states``."""
+        return await _streams_groups.list_streams_groups(self._requests, states=states, timeout_ms=timeout_ms)
+
+    async def describe_streams_groups(
+        self,
+        group_ids: Iterable[str],
+        *,
+        include_authorized_operations: bool = False,
+        timeout_ms: float | None = None,
+    ) -> Results[str, StreamsGroupDescription]:
+        """State, epochs, topology and members (process, client, tasks) of Kafka Streams
+        groups (``group.protocol=streams``). A group that does not exist, or is not a
+        streams group, fails with ``GroupIdNotFoundError``; see admin/streams_groups.py."""
+        return await _streams_groups.describe_streams_groups(
+            self._requests,
+            group_ids,
+            include_authorized_operations=include_authorized_operations,
+            timeout_ms=timeout_ms,
+        )
+
+    async def list_streams_group_offsets(
+        self,
+        group_id: str,
+        partitions: Iterable[TopicPartition] | None = None,
+        *,
+        require_stable: bool = False,
+        timeout_ms: float | None = None,
+    ) -> Results[TopicPartition, GroupOffset]:
+        """Committed offsets of a streams group (OffsetFetch, as Java). Group-level
+        failures raise."""
+        return await _streams_groups.list_streams_group_offsets(
+            self._requests, group_id, partitions, require_stable=require_stable, timeout_ms=timeout_ms
+        )
+
+    async def alter_streams_group_offsets(
+        self,
+        group_id: str,
+        offsets: Mapping[TopicPartition, int | GroupOffset],
+        *,
+        timeout_ms: float | None = None,
+    ) -> Results[TopicPartition, Result]:
+        """Commit offsets for a streams group whose application is stopped (OffsetCommit)."""
+        return await _streams_groups.alter_streams_group_offsets(
+            self._requests, group_id, offsets, timeout_ms=timeout_ms
+        )
+
+    async def delete_streams_group_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition], *, timeout_ms: float | None = None
+    ) -> Results[TopicPartition, Result]:
+        """Delete a streams group's committed offsets of ``partitions`` (OffsetDelete)."""
+        return await _streams_groups.delete_streams_group_offsets(
+            self._requests, group_id, partitions, timeout_ms=timeout_ms
+        )
+
+    async def delete_streams_groups(
+        self, group_ids: Iterable[str], *, timeout_ms: float | None = None
+    ) -> Results[str, Result]:
+        """Delete empty streams groups and their offsets (DeleteGroups); a group with
+        members fails with ``NonEmptyGroupError``. Internal topics stay, as in Java."""
+        return await _streams_groups.delete_streams_groups(self._requests, group_ids, timeout_ms=timeout_ms)
 
     # ------------------------------------------------------------------ KRaft quorum
 
