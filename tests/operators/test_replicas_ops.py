@@ -24,6 +24,7 @@ from aiokafka_lite.admin import (
 )
 from aiokafka_lite.core import errors as E
 from aiokafka_lite.core.structs import TopicPartition
+from aiokafka_lite.wire.messages import ListConfigResourcesRequest
 
 pytestmark = pytest.mark.anyio
 
@@ -161,6 +162,17 @@ async def test_config_resources_and_unregister_broker(anyio_backend: str, kafka_
     async with Admin(kafka_bootstrap) as admin:
         (await admin.create_topics([NewTopic(topic, 1, 1)])).raise_errors()
         broker = await _broker_id(admin)
+        with pytest.raises(E.BrokerIdNotRegisteredError):
+            await admin.unregister_broker(broker + 1000)
+        version = await admin.client.negotiated_version(None, ListConfigResourcesRequest.API_KEY)
+        if version < 1:
+            # Kafka 4.0 has only ListClientMetricsResources (v0): client metrics, nothing else.
+            with pytest.raises(E.UnsupportedVersionError, match=r"Kafka 4\.1"):
+                await admin.list_config_resources([ConfigResourceType.TOPIC])
+            assert all(
+                r.type is ConfigResourceType.CLIENT_METRICS for r in await admin.list_config_resources()
+            )
+            return
         topics = await settled(
             lambda: admin.list_config_resources([ConfigResourceType.TOPIC]),
             lambda rs: ConfigResource(ConfigResourceType.TOPIC, topic) in rs,
@@ -172,8 +184,6 @@ async def test_config_resources_and_unregister_broker(anyio_backend: str, kafka_
         assert ConfigResource(ConfigResourceType.BROKER_LOGGER, str(broker)) in everything
         with pytest.raises(E.UnsupportedVersionError):
             await admin.list_config_resources([ConfigResourceType.UNKNOWN])
-        with pytest.raises(E.BrokerIdNotRegisteredError):
-            await admin.unregister_broker(broker + 1000)
 
 
 async def test_delete_consumer_group_offsets(anyio_backend: str, kafka_bootstrap: str) -> None:
