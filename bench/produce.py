@@ -40,6 +40,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -56,6 +57,18 @@ TOPIC = "bench"
 PARTITIONS = 6
 #: Concurrent senders in the "x1000 tasks" patterns.
 TASKS = 1000
+
+#: The process's CPU seconds (user + system) at every ``clock()`` call: the first and
+#: last marks of a worker bracket its measured part (bench/issue31.py reports the CPU
+#: time between them).
+CPU_MARKS: list[float] = []
+
+
+def clock() -> float:
+    """``time.perf_counter()``, noting the process's CPU time in ``CPU_MARKS`` too."""
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    CPU_MARKS.append(ru.ru_utime + ru.ru_stime)
+    return time.perf_counter()
 
 
 # ----------------------------------------------------------------------------- broker
@@ -148,14 +161,14 @@ async def lite_enqueue_gather(
 
     async with Producer(bootstrap, compression=codec, **_LITE) as p:
         await p.send(topic, b"warm-up")
-        t0 = time.perf_counter()
+        t0 = clock()
         enqueue = p.enqueue
         futs = [await enqueue(topic, value) for _ in range(n)]
-        t1 = time.perf_counter()
+        t1 = clock()
         await p.flush()
-        t2 = time.perf_counter()
+        t2 = clock()
         results = await asyncio.gather(*futs)
-        t3 = time.perf_counter()
+        t3 = clock()
         assert len(results) == n
         return t3 - t0, {"enqueue": t1 - t0, "flush": t2 - t1, "gather": t3 - t2}
 
@@ -165,11 +178,11 @@ async def lite_enqueue_wait_all(bootstrap: str, topic: str, n: int, value: bytes
 
     async with Producer(bootstrap, compression=codec, **_LITE) as p:
         await p.send(topic, b"warm-up")
-        t0 = time.perf_counter()
+        t0 = clock()
         enqueue = p.enqueue
         futs = [await enqueue(topic, value) for _ in range(n)]
         await p.wait_all(futs)
-        return time.perf_counter() - t0
+        return clock() - t0
 
 
 async def lite_enqueue_discard(bootstrap: str, topic: str, n: int, value: bytes, codec: str) -> float:
@@ -177,12 +190,12 @@ async def lite_enqueue_discard(bootstrap: str, topic: str, n: int, value: bytes,
 
     async with Producer(bootstrap, compression=codec, **_LITE) as p:
         await p.send(topic, b"warm-up")
-        t0 = time.perf_counter()
+        t0 = clock()
         enqueue = p.enqueue
         for _ in range(n):
             await enqueue(topic, value)
         await p.flush()
-        return time.perf_counter() - t0
+        return clock() - t0
 
 
 async def _concurrent(send_one: Callable[[], Any], n: int) -> None:
@@ -203,9 +216,9 @@ async def lite_send_tasks(bootstrap: str, topic: str, n: int, value: bytes, code
 
     async with Producer(bootstrap, compression=codec, **_LITE) as p:
         await p.send(topic, b"warm-up")
-        t0 = time.perf_counter()
+        t0 = clock()
         await _concurrent(lambda: p.send(topic, value), n)
-        return time.perf_counter() - t0
+        return clock() - t0
 
 
 async def lite_send_batch(bootstrap: str, topic: str, n: int, value: bytes, codec: str) -> float:
@@ -214,9 +227,9 @@ async def lite_send_batch(bootstrap: str, topic: str, n: int, value: bytes, code
     values = [value] * n
     async with Producer(bootstrap, compression=codec, **_LITE) as p:
         await p.send(topic, b"warm-up")
-        t0 = time.perf_counter()
+        t0 = clock()
         await p.send_batch(topic, values)
-        return time.perf_counter() - t0
+        return clock() - t0
 
 
 async def aiokafka_send_gather(
@@ -226,14 +239,14 @@ async def aiokafka_send_gather(
     await p.start()
     try:
         await p.send_and_wait(topic, b"warm-up")
-        t0 = time.perf_counter()
+        t0 = clock()
         send = p.send
         futs = [await send(topic, value) for _ in range(n)]
-        t1 = time.perf_counter()
+        t1 = clock()
         await p.flush()
-        t2 = time.perf_counter()
+        t2 = clock()
         results = await asyncio.gather(*futs)
-        t3 = time.perf_counter()
+        t3 = clock()
         assert len(results) == n
         return t3 - t0, {"enqueue": t1 - t0, "flush": t2 - t1, "gather": t3 - t2}
     finally:
@@ -245,9 +258,9 @@ async def aiokafka_send_tasks(bootstrap: str, topic: str, n: int, value: bytes, 
     await p.start()
     try:
         await p.send_and_wait(topic, b"warm-up")
-        t0 = time.perf_counter()
+        t0 = clock()
         await _concurrent(lambda: p.send_and_wait(topic, value), n)
-        return time.perf_counter() - t0
+        return clock() - t0
     finally:
         await p.stop()
 
@@ -258,7 +271,7 @@ async def aiokafka_batch(bootstrap: str, topic: str, n: int, value: bytes, codec
     try:
         await p.send_and_wait(topic, b"warm-up")
         partitions = sorted(await p.partitions_for(topic))
-        t0 = time.perf_counter()
+        t0 = clock()
         pending = []
         i = 0
         while i < n:
@@ -271,7 +284,7 @@ async def aiokafka_batch(bootstrap: str, topic: str, n: int, value: bytes, codec
                 if i >= n:
                     break
         await asyncio.gather(*pending)
-        return time.perf_counter() - t0
+        return clock() - t0
     finally:
         await p.stop()
 
@@ -292,14 +305,14 @@ async def confluent_aio(bootstrap: str, topic: str, n: int, value: bytes, codec:
     p = AIOProducer(_confluent_conf(bootstrap, codec))
     try:
         await (await p.produce(topic, b"warm-up"))
-        t0 = time.perf_counter()
+        t0 = clock()
         futures = []
         produce = p.produce
         for _ in range(n):
             futures.append(await produce(topic, value))
         await p.flush()
         await asyncio.gather(*futures)
-        return time.perf_counter() - t0
+        return clock() - t0
     finally:
         await p.close()
 
@@ -312,7 +325,7 @@ def confluent_classic(bootstrap: str, topic: str, n: int, value: bytes, codec: s
     p = Producer(conf)
     p.produce(topic, b"warm-up")
     p.flush(30)
-    t0 = time.perf_counter()
+    t0 = clock()
     produce = p.produce
     poll = p.poll
     for _ in range(n):
@@ -325,7 +338,7 @@ def confluent_classic(bootstrap: str, topic: str, n: int, value: bytes, codec: s
         poll(0)
     remaining = p.flush(300)
     assert remaining == 0
-    return time.perf_counter() - t0
+    return clock() - t0
 
 
 def kafka_python(bootstrap: str, topic: str, n: int, value: bytes, codec: str) -> float:
@@ -335,12 +348,12 @@ def kafka_python(bootstrap: str, topic: str, n: int, value: bytes, codec: str) -
         bootstrap_servers=bootstrap, acks="all", linger_ms=5, compression_type=_codec(codec, "kafka-python")
     )
     p.send(topic, b"warm-up").get(30)
-    t0 = time.perf_counter()
+    t0 = clock()
     send = p.send
     for _ in range(n):
         send(topic, value)
     p.flush(600)
-    elapsed = time.perf_counter() - t0
+    elapsed = clock() - t0
     p.close()
     return elapsed
 
