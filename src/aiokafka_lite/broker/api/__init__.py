@@ -16,6 +16,7 @@ from aiokafka_lite.broker.api import (
 from aiokafka_lite.broker.api.credentials import register as register_credentials
 from aiokafka_lite.broker.api.quotas import register as register_quotas
 from aiokafka_lite.broker.api.replicas import register as register_replicas
+from aiokafka_lite.broker.api.streams_groups import register as register_streams_groups
 from aiokafka_lite.broker.context import HandlerRegistry, RequestContext
 from aiokafka_lite.broker.state import ClusterState
 from aiokafka_lite.wire.message import Request, Response
@@ -47,6 +48,8 @@ def register_core_handlers(registry: HandlerRegistry, state: ClusterState) -> No
     transactions_admin.register(registry, state)  # DescribeProducers, WriteTxnMarkers
     # -- replicas, leaders, log dirs, features
     register_replicas(registry, state)
+    # -- streams groups (KIP-1071): StreamsGroupDescribe only, no streams groups
+    register_streams_groups(registry, state)
     registry.register(SaslHandshakeRequest.API_KEY, _connection_level, 0, SaslHandshakeRequest.MAX_VERSION)
     registry.register(
         SaslAuthenticateRequest.API_KEY, _connection_level, 0, SaslAuthenticateRequest.MAX_VERSION
