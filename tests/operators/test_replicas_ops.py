@@ -11,7 +11,7 @@ import uuid
 import pytest
 from _support.settle import settled
 
-from aiokafka_lite import Producer
+from aiokafka_lite import Consumer, Producer
 from aiokafka_lite.admin import (
     Admin,
     ConfigResource,
@@ -199,3 +199,30 @@ async def test_delete_consumer_group_offsets(anyio_backend: str, kafka_bootstrap
         assert tp0 not in left and tp1 in left
         missing = await admin.delete_consumer_group_offsets(_name("nogroup"), [tp0])
         assert isinstance(missing[tp0].error, E.GroupIdNotFoundError)
+
+
+async def test_offsets_of_a_subscribed_topic_stay(anyio_backend: str, kafka_bootstrap: str) -> None:
+    topic, other, group = _name("odel-sub"), _name("odel-other"), _name("odel-sub-g")
+    async with Admin(kafka_bootstrap) as admin:
+        (await admin.create_topics([NewTopic(topic, 1, 1), NewTopic(other, 1, 1)])).raise_errors()
+        tp, other_tp = TopicPartition(topic, 0), TopicPartition(other, 0)
+        (await admin.alter_group_offsets(group, {other_tp: 0})).raise_errors()
+        consumer = Consumer(kafka_bootstrap, topics=[topic], group_id=group, auto_offset_reset="earliest")
+        await consumer.start()
+        try:
+
+            async def assigned() -> set[TopicPartition]:
+                await consumer.getmany(timeout_ms=200)
+                return set(consumer.assignment())
+
+            assert await settled(assigned, bool, within_s=60) == {tp}
+            await consumer.commit({tp: 0})
+            res = await admin.delete_consumer_group_offsets(group, [tp, other_tp])
+            # The member's topic stays; the one nobody subscribes to goes (a per-partition
+            # error, as Kafka answers it).
+            assert isinstance(res[tp].error, E.GroupSubscribedToTopicError)
+            assert res[other_tp].error is None
+            left = await admin.list_group_offsets(group)
+            assert tp in left and other_tp not in left
+        finally:
+            await consumer.close()
