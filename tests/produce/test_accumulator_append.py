@@ -1,4 +1,5 @@
-"""RecordAccumulator's append API (try_append, append_new, append_run, reserve): what the
+"""RecordAccumulator's append API (append, try_append, close_open, append_new, append_run,
+reserve): what the
 producer calls instead of writing into the partition queues itself."""
 
 from __future__ import annotations
@@ -45,6 +46,28 @@ def test_try_append_needs_an_open_batch_and_gives_back_reserved_memory() -> None
     assert acc.pool.used == used  # the reservation went back: the record fit the open batch
     assert first[0].timestamps == [1, 2]
     assert values_of(acc, first[0]) == [b"a", b"b"]
+
+
+def test_append_fills_the_open_batch_until_full_then_close_open_stops_it() -> None:
+    acc = make_acc(batch_size=200)
+    q = acc.queue(TP)
+    assert acc.append(q, 1, None, b"a", ()) is None  # no open batch yet
+    assert not acc.close_open(q)  # nothing to close
+    first = acc.append_new(q, 1, None, b"a", None, 50, 0, 0.0)
+    assert first is not None
+    batch = first[0]
+    indexes = []
+    while (done := acc.append(q, 2, b"k", b"v" * 40, ())) is not None:
+        assert done[0] is batch
+        indexes.append(done[1])
+    assert indexes == list(range(1, len(indexes) + 1)) and indexes  # in order, some fit
+    assert len(batch.timestamps) == 1 + len(indexes)
+    q2 = acc.queue(TopicPartition("t", 1))
+    assert acc.append_new(q2, 3, None, b"b", None, 50, 0, 0.0) is not None
+    assert acc.close_open(q2)  # closed: the next record needs a new batch
+    assert acc.append(q2, 4, None, b"c", ()) is None
+    assert not acc.close_open(q2)
+    assert values_of(acc, batch)[:2] == [b"a", b"v" * 40]
 
 
 def test_append_new_refuses_without_memory_and_returns_a_short_reservation() -> None:
