@@ -3,9 +3,11 @@
 Pure state (the caller passes the clock, ``now_ms``, to everything), driven by the
 producer's ``append`` path and its sender task:
 
-* ``append`` puts a record into the partition's open batch; when there is none (or it
-  is full) the caller reserves memory from the :class:`BufferPool` and calls
-  ``new_batch``.
+* ``append`` puts a record into the partition's open batch (the producer's one
+  per-record fast path, for ``enqueue`` and ``send``); when there is none (or it is
+  full) the caller opens one with ``append_new``, its memory from the
+  :class:`BufferPool` (waiting through ``reserve`` when short). ``append_run`` is the
+  bulk form for ``send_batch``.
 * ``ready(now)`` answers "which brokers have something to send, and when should I look
   again": a partition's first batch is sendable when it is full, or has lingered
   ``linger_ms``, or a flush/close is in progress, or writers are blocked on memory; a
@@ -211,7 +213,7 @@ class PartitionQueue:
         self.batches: deque[ProducerBatch] = deque()
         #: The batch accepting appends (the last of ``batches``), or None; ``append`` and
         #: ``timestamps`` are its builder's bound ``append`` and its timestamp list,
-        #: cached here for the producer's per-record fast path.
+        #: cached here for the per-record fast path (:meth:`RecordAccumulator.append`).
         self.open: ProducerBatch | None = None
         self.append: Callable[..., bool] | None = None
         self.timestamps: list[int] = []
