@@ -26,6 +26,7 @@ from typer.testing import CliRunner
 from aiokafka_lite import Producer
 from aiokafka_lite.admin import Admin, ElectionType, NewTopic
 from aiokafka_lite.cli.app import app
+from aiokafka_lite.core.errors import KafkaError
 from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.testing.apache import ApacheCluster, java_executable, kafka_tools_classpath
 
@@ -133,8 +134,13 @@ async def test_preferred_election_after_leadership_moved(cluster: ApacheCluster,
         (await admin.create_topics([NewTopic(topic, replica_assignment={0: [1, 2]})])).raise_errors()
 
         async def leader_isr() -> tuple[int, tuple[int, ...]]:
-            await admin.client.refresh_metadata([topic], timeout_ms=10_000)
-            (p,) = (await admin.describe_topics([topic]))[topic].partitions
+            try:
+                await admin.client.refresh_metadata([topic], timeout_ms=10_000)
+                (p,) = (await admin.describe_topics([topic]))[topic].partitions
+            except KafkaError as exc:  # a read through the node being stopped or started
+                if not exc.retriable:
+                    raise
+                return -2, ()
             return p.leader, p.isr
 
         assert (await settled(leader_isr, lambda s: s[0] == 1 and 2 in s[1], within_s=60))[0] == 1
