@@ -28,6 +28,8 @@ public final class StreamsGroupApp {
         props.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, "streams");
         props.put(StreamsConfig.CLIENT_ID_CONFIG, args[1] + "-client");
         props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 1);
+        props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 200);
         props.put(StreamsConfig.STATE_DIR_CONFIG, System.getProperty("java.io.tmpdir") + "/streams-" + args[1]);
 
