@@ -14,6 +14,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The tests start many Python processes (brokers, CLI runs, workers, Spark's Python
+# workers); each would compile the package from source again where the environment
+# forbids writing bytecode (it does on the CI machine): let the first one cache it.
+unset PYTHONDONTWRITEBYTECODE
+
 VENV="${VENV:-.venv}"
 if [ ! -x "$VENV/bin/python" ]; then
     python3 -m venv "$VENV"
