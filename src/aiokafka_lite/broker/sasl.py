@@ -331,6 +331,7 @@ def _split_attr(attr: str) -> tuple[str, str]:
 # --------------------------------------------------------------------------------------
 # OAUTHBEARER
 
+
 @dataclass(frozen=True)
 class ValidatedToken:
     """What a validator may return instead of a bare principal: the principal and the

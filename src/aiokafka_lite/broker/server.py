@@ -31,8 +31,8 @@ from aiokafka_lite.broker.api.fastpath import decode_produce_request, parse_requ
 from aiokafka_lite.broker.context import EncodedResponse, HandlerRegistry, RequestContext
 from aiokafka_lite.broker.faults import Faults, ObservedRequest
 from aiokafka_lite.broker.sasl import ServerMechanism
-from aiokafka_lite.broker.tls_principal import tls_principal
 from aiokafka_lite.broker.state import ClusterState
+from aiokafka_lite.broker.tls_principal import tls_principal
 from aiokafka_lite.core.errors import (
     AuthenticationError,
     CorruptFrameError,
