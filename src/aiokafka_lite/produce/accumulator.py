@@ -308,7 +308,9 @@ class RecordAccumulator:
         """The per-record fast path (``enqueue``, ``send``): append one record to ``q``'s
         open batch and return ``(batch, index)``, or None when there is no open batch or
         it is full (the caller opens one: :meth:`append_new`). ``headers`` is a sequence,
-        ``()`` for none. One call per record, so it does no more than it must."""
+        ``()`` for none. One call per record, so it does no more than it must.
+        ``Producer.enqueue``'s fast path has it inlined (a measured 5-16% of that
+        pattern's CPU); a change here goes there too."""
         app = q.append
         if app is not None and app(ts, key, value, headers):
             tss = q.timestamps
