@@ -4,12 +4,13 @@
 #   bash scripts/test.sh            lint, types, docs, then the three test passes below
 #   bash scripts/test.sh ARGS...    lint, types, docs, then `pytest ARGS...` only
 #
-# The passes: (1) the whole suite on the embedded broker (the differential, Spark yardstick
-# and mirror tests there also start Apache Kafka); (2) every client suite against Apache
-# Kafka, newest pinned 4.x (--kafka=apache); (3) a smaller client subset against Kafka
-# 4.0.x, then the share-group suites (and the Schema Registry's Kafka end-to-end tests)
-# and tests/operators against the newest 4.x, then tests/kafka4 (Kafka 4.x protocol tests on clusters of their
-# own) and tests/differential. (1), (2) and (3) run side by side.
+# The passes: (1) the whole suite on the embedded broker (the Spark yardstick and mirror
+# tests there also start Apache Kafka), in two lanes: tests/net and tests/groups, which
+# mostly wait, beside everything else; (2) every client suite against Apache Kafka, newest
+# pinned 4.x (--kafka=apache); (3) a smaller client subset against Kafka 4.0.x, then the
+# share-group suites (and the Schema Registry's Kafka end-to-end tests) and tests/operators
+# against the newest 4.x, then tests/kafka4 (Kafka 4.x protocol tests on clusters of their
+# own) and tests/differential. All lanes run side by side.
 # AIOKAFKA_LITE_APACHE_PASSES=0 skips passes 2 and 3 (quick local runs; CI runs them all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -131,21 +132,35 @@ apache_40_and_share_passes() {
     echo "(Kafka 4.x protocol tests: $((SECONDS - t0))s)"
 }
 
+# The embedded suites that mostly wait (network partitions held until a deadline,
+# coordinators lost, rebalances): a lane of their own beside the rest of the embedded
+# pass, since waiting takes no CPU.
+EMBEDDED_WAITING_SUITES=(tests/net tests/groups)
+embedded_waiting_pass() {
+    local t0=$SECONDS
+    echo "== pytest: ${EMBEDDED_WAITING_SUITES[*]}, on the embedded broker"
+    "${PYTEST[@]}" --durations=15 "${EMBEDDED_WAITING_SUITES[@]}" || return 1
+    echo "(embedded pass, waiting suites: $((SECONDS - t0))s)"
+}
+
 SECONDS=0
 lanes=()
+passes=(embedded_waiting_pass)
 if [ "${AIOKAFKA_LITE_APACHE_PASSES:-1}" != 0 ]; then
-    for lane in apache_latest_pass apache_40_and_share_passes; do
-        log="$(mktemp -t aiokafka-lite-apache-XXXXXX.log)"
-        "$lane" >"$log" 2>&1 &
-        lanes+=("$!:$log")
-    done
+    passes+=(apache_latest_pass apache_40_and_share_passes)
 fi
-echo "== pytest: everything, on the embedded broker"
+for lane in "${passes[@]}"; do
+    log="$(mktemp -t aiokafka-lite-lane-XXXXXX.log)"
+    "$lane" >"$log" 2>&1 &
+    lanes+=("$!:$log")
+done
+echo "== pytest: everything else, on the embedded broker"
 embedded_rc=0
 embedded_args=()
+for suite in "${EMBEDDED_WAITING_SUITES[@]}"; do embedded_args+=("--ignore=$suite"); done
 # With the Apache lanes on, tests/kafka4 and tests/differential run in one of them (they
 # start Apache Kafka anyway).
-[ "${#lanes[@]}" -gt 0 ] && embedded_args+=(--ignore=tests/kafka4 --ignore=tests/differential)
+[ "${#lanes[@]}" -gt 1 ] && embedded_args+=(--ignore=tests/kafka4 --ignore=tests/differential)
 "${PYTEST[@]}" --durations=30 "${embedded_args[@]}" || embedded_rc=$?
 echo "(embedded pass: ${SECONDS}s)"
 apache_rc=0
@@ -154,8 +169,8 @@ for entry in "${lanes[@]}"; do
     cat "${entry#*:}"
     rm -f "${entry#*:}"
 done
-[ "${#lanes[@]}" -gt 0 ] && echo "(all passes: ${SECONDS}s)"
+echo "(all passes: ${SECONDS}s)"
 if [ "$embedded_rc" != 0 ] || [ "$apache_rc" != 0 ]; then
-    echo "FAILED: embedded pass exit $embedded_rc, Apache passes exit $apache_rc" >&2
+    echo "FAILED: embedded pass exit $embedded_rc, other lanes exit $apache_rc" >&2
     exit 1
 fi
