@@ -229,10 +229,20 @@ def kafka_tools_classpath(version: str | None = None) -> str:
     return f"{lib}/*:{folder}/*"
 
 
+# Ports this interpreter has handed out: the kernel may give the same free port to two
+# binds in a row once the first socket is closed, and one node's two listeners on one
+# port make Kafka refuse to format ("two listeners on the same port").
+_handed_out_ports: set[int] = set()
+
+
 def _free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind((host, 0))
+            port = int(s.getsockname()[1])
+        if port not in _handed_out_ports:
+            _handed_out_ports.add(port)
+            return port
 
 
 # Every Kafka process this interpreter started and has not seen exit. A test run that is
@@ -850,8 +860,11 @@ class ApacheCluster:
             groups = [g.group_id for g in (await admin.list_groups()).groups]
             if groups:
                 await admin.delete_groups(groups)
-            # Deletion is asynchronous in KRaft: wait until the names are free again.
-            for _ in range(100):
+            # Deletion is asynchronous in KRaft: wait until the names are free again (on
+            # a busy machine this takes longer than the 5 s once allowed here, and the
+            # next test's create_topics then met TOPIC_ALREADY_EXISTS).
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
                 left = [t for t in await admin.list_topics() if t in topics]
                 if not left:
                     return

@@ -160,18 +160,11 @@ class Fetcher:
         return task
 
     async def close(self, *, close_sessions: bool = True) -> None:
-        """Stop every task (awaited), then close broker-side fetch sessions best-effort.
-
-        A fetch in flight is abandoned, not awaited: its response (records this consumer
-        never returned, so no position moved for them) is dropped. Its node's session is
-        left for the broker to evict, because a close request on that connection would
-        only be answered after the fetch the broker holds, up to ``fetch_max_wait_ms``.
-        """
+        """Stop every task (awaited), then close broker-side fetch sessions best-effort."""
         if self._closed:
             return
         self._closed = True
         self._sub.remove_listener(self)
-        held = set(self._inflight.values())
         tasks: list[asyncio.Task[Any]] = [*self._loops.values(), *self._helpers]
         for t in (self._manager, self._resolver):
             if t is not None:
@@ -182,10 +175,10 @@ class Fetcher:
         self._loops.clear()
         self.data_ready.set()
         if close_sessions and not self._client.closed:
-            await self._close_sessions(skip=held)
+            await self._close_sessions()
         self.buffer.clear()
 
-    async def _close_sessions(self, skip: set[int]) -> None:
+    async def _close_sessions(self) -> None:
         async def close_one(node: int, plan: FetchPlan) -> None:
             req = plan.to_request(max_wait_ms=0, min_bytes=0, max_bytes=1, isolation_level=self._isolation)
             with contextlib.suppress(E.KafkaError, OSError):
@@ -193,8 +186,6 @@ class Fetcher:
 
         jobs = []
         for node, session in self.sessions.items():
-            if node in skip:
-                continue
             plan = session.close_plan()
             if plan is not None:
                 jobs.append(close_one(node, plan))
