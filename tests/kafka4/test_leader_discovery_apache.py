@@ -26,7 +26,12 @@ from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.net import Client
 from aiokafka_lite.produce import Producer
 from aiokafka_lite.testing.apache import ApacheCluster
-from aiokafka_lite.wire.messages import ElectLeadersRequest, ElectLeadersResponse
+from aiokafka_lite.wire.messages import (
+    ElectLeadersRequest,
+    ElectLeadersResponse,
+    MetadataRequest,
+    MetadataResponse,
+)
 
 _PRODUCE = 0
 _METADATA = 3
@@ -83,6 +88,27 @@ async def _elect_preferred(bootstrap: str) -> None:
                 assert p.error_code == 0, p
 
 
+async def _every_broker_names(bootstrap: str, leader: int, limit_s: float = 60) -> None:
+    """Wait until each broker's own metadata names ``leader`` for the partition.
+
+    The controller's answer (what ``Admin.describe_topics`` reads) comes first; the stand-in
+    learns it was demoted a moment later. Until it has, it would take the batch as leader
+    and wait for a follower that no longer fetches from it (seen on a loaded CI machine)."""
+    async with Client(bootstrap) as client, asyncio.timeout(limit_s):
+        for node in sorted(client.cluster.brokers):
+            while True:
+                req = MetadataRequest(
+                    topics=[MetadataRequest.MetadataRequestTopic(name=TOPIC)],
+                    allow_auto_topic_creation=False,
+                )
+                resp = await client.send(req, node_id=node)
+                assert isinstance(resp, MetadataResponse)
+                (t,) = resp.topics
+                if not t.error_code and [p.leader_id for p in t.partitions] == [leader]:
+                    break
+                await asyncio.sleep(0.1)
+
+
 def _hold_metadata(client: Client, release: asyncio.Event) -> None:
     """Metadata refreshes of ``client`` (background and on demand) wait for ``release``."""
     refresh = client._refresh
@@ -129,6 +155,7 @@ async def test_batches_and_fetches_follow_the_leader_named_in_the_response(clust
             # Every node stays up: the stand-in leader will answer, naming the new one.
             await _elect_preferred(cluster.bootstrap)
             await _wait_for(admin, lambda leader, r, isr: leader == preferred, "preferred leader")
+            await _every_broker_names(cluster.bootstrap, preferred)
             log = _Log()
             producer.client.add_hooks(log)
             try:
