@@ -19,6 +19,16 @@ Reported: records per second (best round) and CPU seconds per million records (t
 user+system time over the timed part, best round), for each tree, and after/before.
 
 Run:  .venv/bin/python bench/trees.py --before /tmp/before --after . [--records 200000] [--rounds 3]
+
+``--instructions`` counts instructions instead of timing (valgrind's cachegrind, no cache
+simulation): each worker runs twice, with N and 2N records, and the difference over N is
+the instructions per record, free of start-up and import. Timing on a shared 2-core
+machine moved by 30% between repeats of one pattern; instruction counts repeat to a
+fraction of a percent whatever else runs, so a 3% bar can be checked. They count the
+client's own work only (not waiting, not the kernel's share), which is what a
+restructuring of the client changes.
+
+Run:  .venv/bin/python bench/trees.py --before /tmp/before --after . --instructions [--records 20000]
 """
 
 from __future__ import annotations
@@ -26,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -146,6 +157,47 @@ def _spawn(src: str, backend: str, pattern: str, bootstrap: str, n: int, topic: 
     return float(answer["seconds"]), float(answer["cpu"])
 
 
+def _instructions(src: str, backend: str, pattern: str, bootstrap: str, n: int, topic: str) -> int:
+    """Instructions the worker executed, under cachegrind (no cache simulation)."""
+    cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
+    cmd += [sys.executable, os.path.abspath(__file__), "--worker", backend, "--pattern", pattern]
+    cmd += ["--bootstrap", bootstrap, "--records", str(n), "--topic", topic, "--src", src]
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # compiling the package each run would dwarf the rest
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=3600, check=False, env=env)
+    found = re.search(r"I\s+refs:\s+([\d,]+)", out.stderr)
+    if out.returncode != 0 or not found:
+        raise SystemExit(f"{src}: {backend} {pattern} failed under valgrind:\n{out.stderr[-3000:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def _instruction_table(
+    trees: dict[str, str], backends: list[str], patterns: list[str], bootstrap: str, n: int
+) -> None:
+    """Instructions per record for each tree: (I(2N) - I(N)) / N, trees side by side."""
+    topic = "trees-src"
+    per_record: dict[tuple[str, str, str], float] = {}
+    for src in trees.values():  # a first run writes each tree's bytecode, outside the counts
+        _spawn(src, "asyncio", "produce send_batch", bootstrap, 10, topic)
+    for pattern in patterns:
+        for backend in backends:
+            for tree, src in trees.items():
+                small = _instructions(src, backend, pattern, bootstrap, n, topic)
+                large = _instructions(src, backend, pattern, bootstrap, 2 * n, topic)
+                per_record[(pattern, backend, tree)] = (large - small) / n
+                print(
+                    f"{pattern} {backend} {tree}: {(large - small) / n:,.0f} instructions/record", flush=True
+                )
+    print(f"\ninstructions per record: (I(2N) - I(N)) / N, N = {n:,} records of 100 bytes\n")
+    print("| pattern | backend | before | after | after/before |")
+    print("|---|---|---:|---:|---:|")
+    for pattern in patterns:
+        for backend in backends:
+            b = per_record[(pattern, backend, "before")]
+            a = per_record[(pattern, backend, "after")]
+            print(f"| {pattern} | {backend} | {b:,.0f} | {a:,.0f} | {a / b:.3f} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--before", default="/tmp/before", help="checkout of the old version")
@@ -154,6 +206,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--backends", default="asyncio,trio")
     ap.add_argument("--patterns", default=",".join(PATTERNS))
+    ap.add_argument("--instructions", action="store_true", help="count instructions per record (valgrind)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--pattern", help=argparse.SUPPRESS)
     ap.add_argument("--bootstrap", help=argparse.SUPPRESS)
@@ -179,6 +232,11 @@ def main() -> None:
     bootstrap = line.removeprefix("listening on ")
     try:
         topic = "trees-src"
+        if args.instructions:
+            # The consume patterns read 2N records in their larger run.
+            _spawn(trees["after"], "asyncio", "fill", bootstrap, 2 * args.records, topic)
+            _instruction_table(trees, backends, patterns, bootstrap, args.records)
+            return
         _spawn(trees["after"], "asyncio", "fill", bootstrap, args.records, topic)
         best: dict[tuple[str, str, str], tuple[float, float]] = {}
         for rnd in range(args.rounds):
