@@ -271,6 +271,28 @@ def test_builder_size_limit_and_first_record(backend: Backend) -> None:
     assert b.estimated_size() == 61 + 27
 
 
+def test_builder_add_notes_timestamps_and_returns_indexes(backend: Backend) -> None:
+    """``add``: the producer's per-record path (record, timestamp, index in one call)."""
+    b = _v2.BatchBuilder(max_batch_size=61 + 3 * 9)  # room for exactly 3 one-byte records
+    with pytest.raises(RuntimeError, match="track_timestamps"):
+        b.add(1, b"k", b"v", ())
+    assert b.record_count == 0  # nothing appended without a list to note the timestamp in
+    with pytest.raises(TypeError, match="list"):
+        b.track_timestamps((1, 2))  # type: ignore[arg-type]
+    timestamps: list[int] = []
+    b.track_timestamps(timestamps)
+    assert [b.add(ts, b"k", b"v", ()) for ts in (7, 5, 9)] == [0, 1, 2]
+    assert b.add(11, b"k", b"v", ()) == -1  # full: nothing appended, nothing noted
+    assert timestamps == [7, 5, 9] and b.record_count == 3
+    with pytest.raises(TypeError):
+        b.add(1, b"k", b"v")  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        b.add(12, 3, b"v", ())  # type: ignore[arg-type]
+    assert timestamps == [7, 5, 9] and b.record_count == 3
+    records = only(b.build()).records()
+    assert [(r.timestamp, r.offset) for r in records] == [(7, 0), (5, 1), (9, 2)]
+
+
 def test_builder_build_again_with_new_producer_fields(
     backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -206,17 +206,19 @@ class Sequencer(Protocol):
 class PartitionQueue:
     """Batches of one partition waiting to be sent (retries first, in sequence order)."""
 
-    __slots__ = ("append", "batches", "leader", "open", "sticky", "timestamps", "tp")
+    __slots__ = ("add", "batches", "leader", "open", "sticky", "tp")
 
     def __init__(self, tp: TopicPartition) -> None:
         self.tp = tp
         self.batches: deque[ProducerBatch] = deque()
-        #: The batch accepting appends (the last of ``batches``), or None; ``append`` and
-        #: ``timestamps`` are its builder's bound ``append`` and its timestamp list,
-        #: cached here for the per-record fast path (:meth:`RecordAccumulator.append`).
+        #: The batch accepting appends (the last of ``batches``), or None. ``add`` is its
+        #: builder's bound ``add`` (None without an open batch): the per-record fast path,
+        #: ``add(ts, key, value, headers)`` appends the record and its timestamp and returns
+        #: the record's index in the batch, or -1 when the batch is full. One C call, so
+        #: the producer's per-record paths (``enqueue``, ``send``) call it directly, and
+        #: only they and :meth:`RecordAccumulator.append` do.
         self.open: ProducerBatch | None = None
-        self.append: Callable[..., bool] | None = None
-        self.timestamps: list[int] = []
+        self.add: Callable[[int, Bytes | None, Bytes | None, Headers], int] | None = None
         #: Leader node id from the latest metadata, -1 when unknown.
         self.leader = -1
         #: The topic's keyless partitioner, credited with the bytes of each closed batch.
@@ -228,7 +230,7 @@ class PartitionQueue:
         if batch is not None:
             batch.full = True
             self.open = None
-            self.append = None
+            self.add = None
             sticky = self.sticky
             if sticky is not None and sticky.current == self.tp.partition and batch.builder is not None:
                 # KIP-794: switch partitions after ~batch_size bytes, at a batch boundary.
@@ -305,17 +307,15 @@ class RecordAccumulator:
     def append(
         self, q: PartitionQueue, ts: int, key: Bytes | None, value: Bytes | None, headers: Headers
     ) -> tuple[ProducerBatch, int] | None:
-        """The per-record fast path (``enqueue``, ``send``): append one record to ``q``'s
-        open batch and return ``(batch, index)``, or None when there is no open batch or
-        it is full (the caller opens one: :meth:`append_new`). ``headers`` is a sequence,
-        ``()`` for none. One call per record, so it does no more than it must.
-        ``Producer.enqueue``'s fast path has it inlined (a measured 5-16% of that
-        pattern's CPU); a change here goes there too."""
-        app = q.append
-        if app is not None and app(ts, key, value, headers):
-            tss = q.timestamps
-            tss.append(ts)
-            return q.open, len(tss) - 1  # type: ignore[return-value]  # set while append is
+        """Append one record to ``q``'s open batch and return ``(batch, index)``, or None
+        when there is no open batch or it is full (the caller opens one:
+        :meth:`append_new`). ``headers`` is a sequence, ``()`` for none. The work is
+        ``q.add``'s (one C call); the producer's per-record paths call that directly,
+        since a Python call in between cost 7% of ``send`` from many tasks
+        (instructions per record, bench/trees.py --instructions)."""
+        add = q.add
+        if add is not None and (index := add(ts, key, value, headers)) >= 0:
+            return q.open, index  # type: ignore[return-value]  # set while add is
         return None
 
     def try_append(
@@ -370,10 +370,9 @@ class RecordAccumulator:
         on_created = self.on_batch_created
         if on_created is not None:
             on_created(batch)
-        app = q.append
-        assert app is not None
-        app(ts, key, value, headers or ())  # the first record always fits
-        batch.timestamps.append(ts)
+        add = q.add
+        assert add is not None
+        add(ts, key, value, headers or ())  # the first record always fits
         return batch, 0
 
     def append_run(
@@ -393,10 +392,11 @@ class RecordAccumulator:
         item that did not fit (it starts a new batch: :meth:`append_new`), or
         :data:`RUN_END` when ``items`` ran out. A record of a type the builder refuses goes
         to ``on_type_error(key, value)``, which raises the descriptive error."""
-        app = q.append
-        if app is None:
+        batch = q.open
+        if batch is None or batch.builder is None:
             return next(items, RUN_END)
-        tss = q.timestamps
+        app = batch.builder.append
+        tss = batch.timestamps
         first = len(tss)
         n = 0
         item: Any = RUN_END
@@ -423,8 +423,6 @@ class RecordAccumulator:
         finally:
             if n:
                 tss.extend([ts] * n)
-                batch = q.open
-                assert batch is not None
                 on_run(batch, first, n)
         return carry
 
@@ -448,8 +446,8 @@ class RecordAccumulator:
         batch.is_transactional = self.transactional
         self.mark_full(q)
         q.open = batch
-        q.append = builder.append
-        q.timestamps = batch.timestamps
+        builder.track_timestamps(batch.timestamps)
+        q.add = builder.add
         if not q.batches:
             self._active[q.tp] = q
         q.batches.append(batch)
@@ -689,7 +687,7 @@ class RecordAccumulator:
             out.extend(q.batches)
             q.batches.clear()
             q.open = None
-            q.append = None
+            q.add = None
         self._active.clear()
         return out
 

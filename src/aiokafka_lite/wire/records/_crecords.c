@@ -682,6 +682,9 @@ typedef struct {
     int64_t max_ts;
     Py_ssize_t max_batch_size;
     Py_ssize_t exports; /* live buffer views: the storage must not move meanwhile */
+    /* The list add() appends each record's timestamp to (the producer batch's), or NULL.
+       Not visited by the collector: it holds ints only, so it can be in no cycle. */
+    PyObject *timestamps;
 } WriterObject;
 
 static int
@@ -721,6 +724,7 @@ writer_dealloc(WriterObject *self)
 {
     PyMem_Free(self->buf);
     self->buf = NULL;
+    Py_CLEAR(self->timestamps);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -846,6 +850,8 @@ put_field(WriterObject *self, Py_ssize_t *pos, const Field *f)
 
 static const char *const append_kwlist[] = {"timestamp", "key", "value", "headers", NULL};
 
+static PyObject *writer_do_append(WriterObject *self, PyObject *const *argv);
+
 static PyObject *
 writer_append(WriterObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -875,6 +881,14 @@ writer_append(WriterObject *self, PyObject *const *args, Py_ssize_t nargs, PyObj
         PyErr_SetString(PyExc_TypeError, "append() requires timestamp, key and value");
         return NULL;
     }
+    return writer_do_append(self, argv);
+}
+
+/* Append one record: Py_True, Py_False when it would push the batch past its limit, NULL
+   on error. argv: timestamp, key, value, headers (NULL for none). */
+static PyObject *
+writer_do_append(WriterObject *self, PyObject *const *argv)
+{
     long long ts = PyLong_AsLongLong(argv[0]);
     if (ts == -1 && PyErr_Occurred()) {
         if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
@@ -1012,6 +1026,44 @@ done:
     return result;
 }
 
+/* The producer's per-record path: append, note the timestamp in the tracked list, and
+   return the record's index in the batch, or -1 when the batch is full. One C call in
+   place of append() plus the list append and len() in Python. */
+static PyObject *
+writer_add(WriterObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "add() takes exactly 4 arguments (timestamp, key, value, headers)");
+        return NULL;
+    }
+    if (self->timestamps == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "add() needs track_timestamps(list) first");
+        return NULL;
+    }
+    PyObject *done = writer_do_append(self, args);
+    if (done == NULL)
+        return NULL;
+    if (done == Py_False) {
+        Py_DECREF(done);
+        return PyLong_FromLong(-1);
+    }
+    Py_DECREF(done);
+    if (PyList_Append(self->timestamps, args[0]) < 0)
+        return NULL;
+    return PyLong_FromSsize_t(self->count - 1);
+}
+
+static PyObject *
+writer_track_timestamps(WriterObject *self, PyObject *list)
+{
+    if (!PyList_CheckExact(list)) {
+        PyErr_SetString(PyExc_TypeError, "track_timestamps() takes a list");
+        return NULL;
+    }
+    Py_XSETREF(self->timestamps, Py_NewRef(list));
+    Py_RETURN_NONE;
+}
+
 static PyObject *
 writer_records_bytes(WriterObject *self, PyObject *Py_UNUSED(ignored))
 {
@@ -1080,6 +1132,11 @@ static PyMethodDef writer_methods[] = {
     {"_core_init", (PyCFunction)writer_core_init, METH_O, "Reset the writer with a batch size limit."},
     {"append", (PyCFunction)(void (*)(void))writer_append, METH_FASTCALL | METH_KEYWORDS,
      "append(timestamp, key, value, headers=()) -> bool"},
+    {"add", (PyCFunction)(void (*)(void))writer_add, METH_FASTCALL,
+     "add(timestamp, key, value, headers) -> int: append, note the timestamp in the tracked list, "
+     "return the record's index (-1: batch full)"},
+    {"track_timestamps", (PyCFunction)writer_track_timestamps, METH_O,
+     "The list add() appends each record's timestamp to."},
     {"records_bytes", (PyCFunction)writer_records_bytes, METH_NOARGS, "The encoded records region."},
     {"records_view", (PyCFunction)writer_records_view, METH_NOARGS,
      "Read-only zero-copy view of the records region (blocks appends that would grow it)."},

@@ -26,6 +26,15 @@ class RecordsWriter:
         value: Buffer | None,
         headers: Iterable[tuple[str | bytes, Buffer | None]] = (),
     ) -> bool: ...
+    def add(
+        self,
+        timestamp: int,
+        key: Buffer | None,
+        value: Buffer | None,
+        headers: Iterable[tuple[str | bytes, Buffer | None]],
+        /,
+    ) -> int: ...
+    def track_timestamps(self, timestamps: list[int], /) -> None: ...
     @property
     def record_count(self) -> int: ...
     @property

@@ -235,9 +235,10 @@ def _check_len(n: int, what: str) -> None:
 class RecordsWriter:
     """Incrementally encodes the records region of a v2 batch into one ``bytearray``."""
 
-    __slots__ = ("_buf", "_count", "_first_timestamp", "_max_batch_size", "_max_timestamp")
+    __slots__ = ("_buf", "_count", "_first_timestamp", "_max_batch_size", "_max_timestamp", "_timestamps")
 
     def _core_init(self, max_batch_size: int) -> None:
+        self._timestamps: list[int] | None = None
         self._buf = bytearray()
         self._count = 0
         self._first_timestamp = -1
@@ -310,6 +311,29 @@ class RecordsWriter:
         elif timestamp > self._max_timestamp:
             self._max_timestamp = timestamp
         return True
+
+    def track_timestamps(self, timestamps: list[int]) -> None:
+        """The list :meth:`add` appends each record's timestamp to."""
+        if type(timestamps) is not list:
+            raise TypeError("track_timestamps() takes a list")
+        self._timestamps = timestamps
+
+    def add(
+        self,
+        timestamp: int,
+        key: Buffer | None,
+        value: Buffer | None,
+        headers: Iterable[tuple[str | bytes, Buffer | None]],
+    ) -> int:
+        """The producer's per-record path: :meth:`append`, then the timestamp into the
+        tracked list; the record's index in the batch, or -1 when the batch is full."""
+        timestamps = self._timestamps
+        if timestamps is None:
+            raise RuntimeError("add() needs track_timestamps(list) first")
+        if not self.append(timestamp, key, value, headers):
+            return -1
+        timestamps.append(timestamp)
+        return self._count - 1
 
     @property
     def record_count(self) -> int:
