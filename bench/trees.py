@@ -22,22 +22,30 @@ Run:  .venv/bin/python bench/trees.py --before /tmp/before --after . [--records 
 
 ``--instructions`` counts instructions instead of timing (valgrind's cachegrind, no cache
 simulation): each worker runs twice, with N and 2N records, and the difference over N is
-the instructions per record, free of start-up and import. Timing on a shared 2-core
-machine moved by 30% between repeats of one pattern; instruction counts repeat to a
-fraction of a percent whatever else runs, so a 3% bar can be checked. They count the
+the instructions per record, free of start-up and import; each cell is the median of
+``--repeats`` such measurements. Timing on a shared 2-core machine moved by 30% between
+repeats of one pattern; these counts do not depend on what else runs. They count the
 client's own work only (not waiting, not the kernel's share), which is what a
-restructuring of the client changes.
+restructuring of the client changes. The workers run with the garbage collector off:
+with it on, the count steps with each full collection (one more or fewer in the 2N run
+moves a cell by 10%), and how often the collector runs depends on the objects a pattern
+keeps alive, which ``--gc-stats`` style counts compare better than instructions do.
+Patterns whose work depends on timing (1,000 tasks waking in varying groups, fetches
+that come back with more or fewer records) still vary by a few percent between repeats:
+the table shows every repeat.
 
-Run:  .venv/bin/python bench/trees.py --before /tmp/before --after . --instructions [--records 20000]
+Run:  .venv/bin/python bench/trees.py --before /tmp/before --after . --instructions [--records 50000] [--repeats 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import re
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -158,10 +166,11 @@ def _spawn(src: str, backend: str, pattern: str, bootstrap: str, n: int, topic: 
 
 
 def _instructions(src: str, backend: str, pattern: str, bootstrap: str, n: int, topic: str) -> int:
-    """Instructions the worker executed, under cachegrind (no cache simulation)."""
+    """Instructions the worker executed, under cachegrind (no cache simulation), with the
+    garbage collector off (see the module docstring)."""
     cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
     cmd += [sys.executable, os.path.abspath(__file__), "--worker", backend, "--pattern", pattern]
-    cmd += ["--bootstrap", bootstrap, "--records", str(n), "--topic", topic, "--src", src]
+    cmd += ["--bootstrap", bootstrap, "--records", str(n), "--topic", topic, "--src", src, "--gc-off"]
     env = dict(os.environ, PYTHONHASHSEED="0")
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # compiling the package each run would dwarf the rest
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=3600, check=False, env=env)
@@ -171,49 +180,72 @@ def _instructions(src: str, backend: str, pattern: str, bootstrap: str, n: int, 
     return int(found.group(1).replace(",", ""))
 
 
+def _per_record(job: tuple[str, str, str, str, int, str]) -> float:
+    src, backend, pattern, bootstrap, n, topic = job
+    small = _instructions(src, backend, pattern, bootstrap, n, topic)
+    large = _instructions(src, backend, pattern, bootstrap, 2 * n, topic)
+    return (large - small) / n
+
+
 def _instruction_table(
-    trees: dict[str, str], backends: list[str], patterns: list[str], bootstrap: str, n: int
+    trees: dict[str, str],
+    backends: list[str],
+    patterns: list[str],
+    bootstrap: str,
+    n: int,
+    repeats: int,
+    jobs: int,
 ) -> None:
-    """Instructions per record for each tree: (I(2N) - I(N)) / N, trees side by side."""
+    """Instructions per record for each tree: (I(2N) - I(N)) / N, the median of
+    ``repeats`` measurements, trees side by side."""
+    from concurrent.futures import ThreadPoolExecutor
+
     topic = "trees-src"
-    per_record: dict[tuple[str, str, str], float] = {}
     for src in trees.values():  # a first run writes each tree's bytecode, outside the counts
         _spawn(src, "asyncio", "produce send_batch", bootstrap, 10, topic)
-    for pattern in patterns:
-        for backend in backends:
-            for tree, src in trees.items():
-                small = _instructions(src, backend, pattern, bootstrap, n, topic)
-                large = _instructions(src, backend, pattern, bootstrap, 2 * n, topic)
-                per_record[(pattern, backend, tree)] = (large - small) / n
-                print(
-                    f"{pattern} {backend} {tree}: {(large - small) / n:,.0f} instructions/record", flush=True
-                )
-    print(f"\ninstructions per record: (I(2N) - I(N)) / N, N = {n:,} records of 100 bytes\n")
+    keys = [(p, b, t) for p in patterns for b in backends for t in trees for _ in range(repeats)]
+    with ThreadPoolExecutor(jobs) as pool:
+        counts = list(pool.map(_per_record, [(trees[t], b, p, bootstrap, n, topic) for p, b, t in keys]))
+    found: dict[tuple[str, str, str], list[float]] = {}
+    for key, value in zip(keys, counts, strict=True):
+        found.setdefault(key, []).append(value)
+    print(f"\ninstructions per record, GC off: (I(2N) - I(N)) / N, N = {n:,} records of 100 bytes;")
+    print(f"median of {repeats} (all of them in brackets)\n")
     print("| pattern | backend | before | after | after/before |")
     print("|---|---|---:|---:|---:|")
     for pattern in patterns:
         for backend in backends:
-            b = per_record[(pattern, backend, "before")]
-            a = per_record[(pattern, backend, "after")]
-            print(f"| {pattern} | {backend} | {b:,.0f} | {a:,.0f} | {a / b:.3f} |")
+            cells = []
+            for tree in ("before", "after"):
+                values = sorted(found[(pattern, backend, tree)])
+                cells.append((statistics.median(values), ", ".join(f"{v:,.0f}" for v in values)))
+            (b, b_all), (a, a_all) = cells
+            print(f"| {pattern} | {backend} | {b:,.0f} ({b_all}) | {a:,.0f} ({a_all}) | {a / b:.3f} |")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--before", default="/tmp/before", help="checkout of the old version")
     ap.add_argument("--after", default=".", help="checkout of the new version")
-    ap.add_argument("--records", type=int, default=200_000)
+    ap.add_argument("--records", type=int, default=None, help="200,000 (timing) or 50,000 (--instructions)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--backends", default="asyncio,trio")
     ap.add_argument("--patterns", default=",".join(PATTERNS))
     ap.add_argument("--instructions", action="store_true", help="count instructions per record (valgrind)")
+    ap.add_argument("--repeats", type=int, default=3, help="with --instructions: measurements per cell")
+    ap.add_argument("--jobs", type=int, default=2, help="with --instructions: valgrind runs at once")
+    ap.add_argument("--gc-off", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--pattern", help=argparse.SUPPRESS)
     ap.add_argument("--bootstrap", help=argparse.SUPPRESS)
     ap.add_argument("--topic", default="", help=argparse.SUPPRESS)
     ap.add_argument("--src", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.records is None:
+        args.records = 50_000 if args.instructions else 200_000
     if args.worker:
+        if args.gc_off:
+            gc.disable()
         sys.path.insert(0, args.src)
         secs, cpu = _worker(args.worker, args.pattern, args.bootstrap, args.records, args.topic)
         print(json.dumps({"seconds": secs, "cpu": cpu}))
@@ -235,7 +267,7 @@ def main() -> None:
         if args.instructions:
             # The consume patterns read 2N records in their larger run.
             _spawn(trees["after"], "asyncio", "fill", bootstrap, 2 * args.records, topic)
-            _instruction_table(trees, backends, patterns, bootstrap, args.records)
+            _instruction_table(trees, backends, patterns, bootstrap, args.records, args.repeats, args.jobs)
             return
         _spawn(trees["after"], "asyncio", "fill", bootstrap, args.records, topic)
         best: dict[tuple[str, str, str], tuple[float, float]] = {}
