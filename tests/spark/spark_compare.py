@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from spark_testlib import create_topic, produce, read_all, unique
+from spark_testlib import create_topic, produce, read_all, run_to_end, unique
 
 from aiokafka_lite.core.structs import TopicPartition as TP
 
@@ -146,17 +146,17 @@ def stream_restart_both(spark: Any, bootstrap: str, tmp: Path, partitions: int =
                 startingOffsets="earliest",
                 maxOffsetsPerTrigger="9",
             )
-            query = (
-                df.selectExpr("key", "value", "headers")
-                .writeStream.format(fmt)
-                .option("kafka.bootstrap.servers", bootstrap)
-                .option("topic", sink)
-                .option("checkpointLocation", str(checkpoint))
-                .trigger(availableNow=True)
-                .start()
+            query = run_to_end(
+                lambda df=df, fmt=fmt, sink=sink, checkpoint=checkpoint: (
+                    df.selectExpr("key", "value", "headers")
+                    .writeStream.format(fmt)
+                    .option("kafka.bootstrap.servers", bootstrap)
+                    .option("topic", sink)
+                    .option("checkpointLocation", str(checkpoint))
+                    .trigger(availableNow=True)
+                    .start()
+                )
             )
-            query.awaitTermination(180)
-            assert query.exception() is None, query.exception()
             batches += sum(1 for p in query.recentProgress if p["numInputRows"] > 0)
         got = read_all(bootstrap, [TP(sink, p) for p in range(partitions)], partitions * 10)
         result[fmt] = {
@@ -189,13 +189,14 @@ def stream_batches_both(
             startingOffsets="earliest",
             maxOffsetsPerTrigger=str(max_offsets),
         )
-        query = (
-            df.writeStream.foreachBatch(collect)
-            .option("checkpointLocation", str(tmp / f"fb-{fmt}-{time.monotonic_ns()}"))
-            .trigger(availableNow=True)
-            .start()
+        checkpoint = str(tmp / f"fb-{fmt}-{time.monotonic_ns()}")
+        run_to_end(
+            lambda df=df, collect=collect, checkpoint=checkpoint: (
+                df.writeStream.foreachBatch(collect)
+                .option("checkpointLocation", checkpoint)
+                .trigger(availableNow=True)
+                .start()
+            )
         )
-        query.awaitTermination(180)
-        assert query.exception() is None, query.exception()
         result[fmt] = batches
     return result

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import sysconfig
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +123,36 @@ async def _read_all(bootstrap: str, tps: Sequence[TopicPartition], expect: int) 
 def read_all(bootstrap: str, tps: Sequence[TopicPartition], expect: int) -> list[Record]:
     """Every record of ``tps`` (waits until ``expect`` arrived, then a little more)."""
     return asyncio.run(_read_all(bootstrap, tps, expect))
+
+
+#: Spark's message when a Python worker it started did not connect back in time.
+_WORKER_DID_NOT_CONNECT = "Python worker failed to connect back"
+
+
+def run_to_end(start: Callable[[], Any], timeout_s: float = 180) -> Any:
+    """Start a streaming query (``start()``; Trigger.AvailableNow) and wait until it ends;
+    the ended query, or its error.
+
+    Spark gives the Python process of a Python data source's streaming source 10 seconds
+    to start and connect back to the JVM (``PythonWorkerFactory.createSimpleWorker``: a
+    constant, no setting), before any of our code runs. On a busy 2-core machine a process
+    start can take longer (seen once in CI, at load 10), and the query dies initializing,
+    having read nothing. Such a query is started once more, from the same checkpoint;
+    any other error, or that one twice, fails the test."""
+    from pyspark.errors import StreamingQueryException
+
+    for attempt in (1, 2):
+        query = start()
+        try:
+            ended = query.awaitTermination(timeout_s)
+        except StreamingQueryException as exc:
+            if attempt == 1 and _WORKER_DID_NOT_CONNECT in str(exc):
+                continue
+            raise
+        assert ended, f"the streaming query did not end within {timeout_s} s"
+        assert query.exception() is None, query.exception()
+        return query
+    raise AssertionError("unreachable")
 
 
 def _connector_jars() -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from spark_testlib import create_topic, produce, read_all, spark, unique, values
+from spark_testlib import create_topic, produce, read_all, run_to_end, spark, unique, values
 
 from aiokafka_lite.admin import Admin
 from aiokafka_lite.core.structs import TopicPartition as TP
@@ -205,20 +205,21 @@ def test_streaming_restart_from_checkpoint(spark: Any, kafka_bootstrap: str, tmp
         seen.append((batch_id, sorted((r.topic, r.partition, r.offset) for r in rows)))
 
     def run() -> None:
-        query = (
-            spark.readStream.format("aiokafka_lite")
-            .option("bootstrap.servers", kafka_bootstrap)
-            .option("subscribePattern", f"{tag}-.*")
-            .option("startingOffsets", "earliest")
-            .option("maxOffsetsPerTrigger", "10")
-            .load()
-            .writeStream.foreachBatch(collect)
-            .option("checkpointLocation", str(tmp_path / "read-ck"))
-            .trigger(availableNow=True)
-            .start()
+        query = run_to_end(
+            lambda: (
+                spark.readStream.format("aiokafka_lite")
+                .option("bootstrap.servers", kafka_bootstrap)
+                .option("subscribePattern", f"{tag}-.*")
+                .option("startingOffsets", "earliest")
+                .option("maxOffsetsPerTrigger", "10")
+                .load()
+                .writeStream.foreachBatch(collect)
+                .option("checkpointLocation", str(tmp_path / "read-ck"))
+                .trigger(availableNow=True)
+                .start()
+            ),
+            120,
         )
-        assert query.awaitTermination(120)
-        assert query.exception() is None
         progress.extend(query.recentProgress)
 
     progress: list[Any] = []
@@ -250,22 +251,23 @@ def test_streaming_restart_from_checkpoint(spark: Any, kafka_bootstrap: str, tmp
 
     # Streaming write: copy the stream to another topic (at-least-once; exact in a clean run).
     sink = create_topic(kafka_bootstrap, f"{tag}-copy-out", 1)
-    query = (
-        spark.readStream.format("aiokafka_lite")
-        .option("bootstrap.servers", kafka_bootstrap)
-        .option("subscribe", first)
-        .option("startingOffsets", "earliest")
-        .load()
-        .selectExpr("key", "value", "headers")
-        .writeStream.format("aiokafka_lite")
-        .option("bootstrap.servers", kafka_bootstrap)
-        .option("topic", sink)
-        .option("checkpointLocation", str(tmp_path / "write-ck"))
-        .trigger(availableNow=True)
-        .start()
+    query = run_to_end(
+        lambda: (
+            spark.readStream.format("aiokafka_lite")
+            .option("bootstrap.servers", kafka_bootstrap)
+            .option("subscribe", first)
+            .option("startingOffsets", "earliest")
+            .load()
+            .selectExpr("key", "value", "headers")
+            .writeStream.format("aiokafka_lite")
+            .option("bootstrap.servers", kafka_bootstrap)
+            .option("topic", sink)
+            .option("checkpointLocation", str(tmp_path / "write-ck"))
+            .trigger(availableNow=True)
+            .start()
+        ),
+        120,
     )
-    assert query.awaitTermination(120)
-    assert query.exception() is None
     assert sum(p["sink"]["numOutputRows"] for p in query.recentProgress) == 31
     copied = read_all(kafka_bootstrap, [TP(sink, 0)], 31)
     source_values = [r.value for r in read_all(kafka_bootstrap, [TP(first, 0), TP(first, 1)], 31)]
