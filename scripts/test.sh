@@ -182,11 +182,14 @@ for suite in "${EMBEDDED_WAITING_SUITES[@]}"; do embedded_args+=("--ignore=$suit
 # With the Apache lanes on, tests/kafka4 and tests/differential run in one of them (they
 # start Apache Kafka anyway).
 [ "${#lanes[@]}" -gt 1 ] && embedded_args+=(--ignore=tests/kafka4 --ignore=tests/differential)
-# With the Apache lanes on, the comparison of our Spark source with Spark's built-in Kafka
-# connector (each test reads or writes the same broker with both) runs against Apache Kafka
-# only, in the tests/spark lane: run against the embedded broker too it cost the longest
-# lane ~5 minutes of Spark JVM work without testing anything more of the client.
-[ "${#lanes[@]}" -gt 1 ] && embedded_args+=(--ignore=tests/spark/test_spark_builtin_compare.py)
+# With the Apache lanes on, the comparisons of our Spark source with Spark's built-in Kafka
+# connector (each reads or writes the same broker with both, in local mode and on a
+# standalone cluster) run against Apache Kafka only, in the tests/spark lane: run against
+# the embedded broker too they cost the longest lane ~6 minutes of Spark JVM work.
+[ "${#lanes[@]}" -gt 1 ] && embedded_args+=(--ignore=tests/spark/test_spark_builtin_compare.py
+    --deselect=tests/spark/test_spark_cluster.py::test_cluster_batch_read_same_as_builtin
+    --deselect=tests/spark/test_spark_cluster.py::test_cluster_batch_write_same_as_builtin
+    --deselect=tests/spark/test_spark_cluster.py::test_cluster_streaming_restart_same_as_builtin)
 "${PYTEST[@]}" --durations=30 "${embedded_args[@]}" || embedded_rc=$?
 echo "(embedded pass: ${SECONDS}s)"
 apache_rc=0
