@@ -291,6 +291,10 @@ def test_builder_add_notes_timestamps_and_returns_indexes(backend: Backend) -> N
     assert timestamps == [7, 5, 9] and b.record_count == 3
     records = only(b.build()).records()
     assert [(r.timestamp, r.offset) for r in records] == [(7, 0), (5, 1), (9, 2)]
+    b._core_init(100)  # a reset forgets the list too, on both backends
+    with pytest.raises(RuntimeError, match="track_timestamps"):
+        b.add(1, b"k", b"v", ())
+    assert timestamps == [7, 5, 9]
 
 
 def test_builder_build_again_with_new_producer_fields(

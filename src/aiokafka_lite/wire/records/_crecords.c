@@ -750,6 +750,7 @@ writer_core_init(WriterObject *self, PyObject *arg)
         return NULL;
     }
     self->max_batch_size = max_size;
+    Py_CLEAR(self->timestamps); /* as the pure-Python writer's reset: add() needs a new list */
     self->len = 0;
     self->count = 0;
     self->first_ts = -1;
