@@ -215,8 +215,8 @@ class PartitionQueue:
         #: builder's bound ``add`` (None without an open batch): the per-record fast path,
         #: ``add(ts, key, value, headers)`` appends the record and its timestamp and returns
         #: the record's index in the batch, or -1 when the batch is full. One C call, so
-        #: the producer's per-record paths (``enqueue``, ``send``) call it directly, and
-        #: only they and :meth:`RecordAccumulator.append` do.
+        #: the producer's per-record paths (``enqueue``, ``send``) call it directly
+        #: rather than through :meth:`RecordAccumulator.append`.
         self.open: ProducerBatch | None = None
         self.add: Callable[[int, Bytes | None, Bytes | None, Headers], int] | None = None
         #: Leader node id from the latest metadata, -1 when unknown.
