@@ -155,9 +155,16 @@ def _worker(backend: str, pattern: str, bootstrap: str, n: int, topic: str) -> t
     return asyncio.run(run())
 
 
+def _worker_cmd(src: str, backend: str, pattern: str, bootstrap: str, n: int, topic: str) -> list[str]:
+    """The command line of one worker run of ``pattern`` over ``n`` records with ``src``'s client."""
+    return [
+        *(sys.executable, os.path.abspath(__file__), "--worker", backend, "--pattern", pattern),
+        *("--bootstrap", bootstrap, "--records", str(n), "--topic", topic, "--src", src),
+    ]
+
+
 def _spawn(src: str, backend: str, pattern: str, bootstrap: str, n: int, topic: str) -> tuple[float, float]:
-    cmd = [sys.executable, os.path.abspath(__file__), "--worker", backend, "--pattern", pattern]
-    cmd += ["--bootstrap", bootstrap, "--records", str(n), "--topic", topic, "--src", src]
+    cmd = _worker_cmd(src, backend, pattern, bootstrap, n, topic)
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
     if out.returncode != 0:
         raise SystemExit(f"{src}: {backend} {pattern} failed:\n{out.stderr[-3000:]}")
@@ -169,8 +176,7 @@ def _instructions(src: str, backend: str, pattern: str, bootstrap: str, n: int, 
     """Instructions the worker executed, under cachegrind (no cache simulation), with the
     garbage collector off (see the module docstring)."""
     cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
-    cmd += [sys.executable, os.path.abspath(__file__), "--worker", backend, "--pattern", pattern]
-    cmd += ["--bootstrap", bootstrap, "--records", str(n), "--topic", topic, "--src", src, "--gc-off"]
+    cmd += [*_worker_cmd(src, backend, pattern, bootstrap, n, topic), "--gc-off"]
     env = dict(os.environ, PYTHONHASHSEED="0")
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # compiling the package each run would dwarf the rest
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=3600, check=False, env=env)
