@@ -187,6 +187,7 @@ def session_for(master: str, conf: dict[str, str] | None = None, py_files: Seque
     yardstick the comparison tests read and write with, so that it is on the classpath
     from the JVM's start.
     """
+    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
     from aiokafka_lite.integrations.spark import register
@@ -199,19 +200,24 @@ def session_for(master: str, conf: dict[str, str] | None = None, py_files: Seque
             return current
         current.stop()
         _current = None
-    builder = (
-        SparkSession.builder.master(master)
-        .appName("aiokafka_lite-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.driver.memory", "1g")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.python.worker.reuse", "true")
-        .config("spark.jars", _connector_jars())
-    )
-    for k, v in (conf or {}).items():
+    shared = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.default.parallelism": "2",
+        "spark.driver.memory": "1g",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.python.worker.reuse": "true",
+        "spark.jars": _connector_jars(),
+    }
+    if SparkContext._gateway is None:
+        # The JVM keeps the settings of the context it was launched for as system
+        # properties, and every later context starts from them: launched for a cluster
+        # session, its spark.pyspark.python (an interpreter without the package) would
+        # reach every local session after it. So it is launched with the shared ones only.
+        SparkContext._ensure_initialized(conf=SparkConf(loadDefaults=False).setAll(list(shared.items())))
+    builder = SparkSession.builder.master(master).appName("aiokafka_lite-tests")
+    for k, v in {**shared, **(conf or {})}.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
