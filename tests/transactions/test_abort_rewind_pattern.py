@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from txn_testlib import read_topic, stable_group_offsets, values
+from _support.reading import read_topic
+from txn_testlib import stable_group_offsets, values
 
 from aiokafka_lite import Admin, Consumer, Producer
 from aiokafka_lite.broker import EmbeddedCluster

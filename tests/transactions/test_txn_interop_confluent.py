@@ -9,7 +9,8 @@ import uuid
 from typing import Any
 
 import pytest
-from txn_testlib import read_topic, threaded_cluster
+from _support.reading import read_topic
+from txn_testlib import threaded_cluster
 
 from aiokafka_lite import Consumer, Producer, TopicPartition
 

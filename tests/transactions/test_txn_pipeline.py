@@ -16,7 +16,8 @@ import logging
 from typing import Any
 
 import pytest
-from txn_testlib import read_topic, short_session_ms, txn_cluster, values
+from _support.reading import read_topic
+from txn_testlib import short_session_ms, txn_cluster, values
 
 from aiokafka_lite import Producer, TopicPartition
 from aiokafka_lite.admin import Admin

@@ -8,7 +8,8 @@ import asyncio
 from typing import Any
 
 import pytest
-from txn_testlib import crash_broker, read_topic, short_session_ms, stable_group_offsets, txn_cluster, values
+from _support.reading import read_topic
+from txn_testlib import crash_broker, short_session_ms, stable_group_offsets, txn_cluster, values
 
 from aiokafka_lite import Consumer, Producer, TopicPartition
 from aiokafka_lite.admin import Admin

@@ -8,7 +8,8 @@ between transactions."""
 from __future__ import annotations
 
 import pytest
-from txn_testlib import read_topic, stable_group_offsets, values
+from _support.reading import read_topic
+from txn_testlib import stable_group_offsets, values
 
 from aiokafka_lite import Producer, TopicPartition
 from aiokafka_lite.admin import Admin

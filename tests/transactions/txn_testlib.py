@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from aiokafka_lite import Admin, Consumer, Record, TopicPartition
+from aiokafka_lite import Admin, Record, TopicPartition
 from aiokafka_lite.broker.cluster import EmbeddedCluster
 from aiokafka_lite.broker.state import BrokerConfig
 from aiokafka_lite.core.errors import UnstableOffsetCommitError
@@ -82,26 +82,6 @@ async def crash_broker(cluster: EmbeddedCluster, node_id: int) -> None:
         await cluster.stop_broker(node_id)
     else:
         await cluster.kill_broker(node_id)  # type: ignore[attr-defined]
-
-
-async def read_topic(
-    bootstrap: str, topic: str, partitions: int, isolation: str, *, limit_s: float = 30.0
-) -> list[Record]:
-    """Every record visible at ``isolation`` up to the end offsets seen at the start
-    (the last stable offset for read_committed), in partition/offset order."""
-    async with Consumer(bootstrap, isolation_level=isolation, auto_offset_reset="earliest") as c:
-        tps = [TopicPartition(topic, p) for p in range(partitions)]
-        c.assign(tps)
-        end = await c.end_offsets(tps)
-        out: list[Record] = []
-        async with asyncio.timeout(limit_s):
-            while True:
-                positions = {tp: await c.position(tp) for tp in tps}
-                if all(positions[tp] >= end[tp] for tp in tps):
-                    break
-                for recs in (await c.getmany(timeout_ms=100)).values():
-                    out.extend(recs)
-        return sorted(out, key=lambda r: (r.partition, r.offset))
 
 
 async def stable_group_offsets(
