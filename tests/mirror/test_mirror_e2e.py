@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from _support.reading import read_topic
 from mirror_testlib import (
     FAST_SOURCE,
     by_partition,
@@ -255,8 +257,9 @@ async def test_cancelling_run_still_delivers_and_commits_what_was_read(clusters:
 
 @pytest.mark.kafka_embedded
 async def test_exactly_once_a_failed_transaction_is_aborted_and_its_records_copied_again(
-    clusters: tuple[Any, Any],
+    clusters: tuple[Any, Any], caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.WARNING, logger="aiokafka_lite.integrations.mirror")
     source, target = clusters
     await create_topics(source.bootstrap, {"retry": 2})
     await produce(source.bootstrap, "retry", 2, 25)
@@ -276,12 +279,19 @@ async def test_exactly_once_a_failed_transaction_is_aborted_and_its_records_copi
     async with running(mirror):
         committed_records = await read_all(target.bootstrap, "retry", 50, read_committed=True)
         await wait_for(lambda: _all_positions_of(mirror, 2, 25), "every position committed")
-    all_records = await read_all(target.bootstrap, "retry", 50)
-    # Under read_committed every record once; the aborted first copy is in the log too.
+    # The mirror has stopped: read the log to its end, without waiting for a quiet spell.
+    all_records = await read_topic(target.bootstrap, "retry", 2, "read_uncommitted")
+    # Under read_committed every record once.
     assert by_partition(committed_records) == {
         p: [record_value("retry", p, i) for i in range(25)] for p in range(2)
     }
-    assert len(all_records) > 50
+    # One transaction was aborted and its records copied again. How much of the aborted
+    # copy is in the log depends on what the producer had sent before the offset commit
+    # failed (abort fails the batches not sent yet, as Java's does; a loaded machine once
+    # read exactly 50 records). So the abort is counted where it happens, in the mirror's log.
+    aborts = [r for r in caplog.records if "aborting and copying its records again" in r.getMessage()]
+    assert len(aborts) == 1
+    assert len(all_records) >= 50
     assert mirror.stats().records == 50
 
 
