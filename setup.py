@@ -1,6 +1,7 @@
 """Build hook for the optional C accelerator; all metadata lives in pyproject.toml.
 
-The extension only speeds up record encode/decode loops: if it cannot be compiled
+The extensions only speed up record encode/decode loops and make producer record
+handles the garbage collector does not track: if it cannot be compiled
 (no compiler, unsupported interpreter) the install still succeeds and the identical
 pure-Python code is used. ``AIOKAFKA_LITE_NO_EXTENSIONS=1`` skips building it.
 
@@ -73,6 +74,13 @@ if not SKIP_EXTENSIONS and sys.implementation.name == "cpython":
             "aiokafka_lite.wire.records._crecords",
             sources=["src/aiokafka_lite/wire/records/_crecords.c"],
             # optional=True makes setuptools itself swallow compile errors; required builds must not.
+            optional=not REQUIRE_EXTENSIONS,
+        )
+    )
+    ext_modules.append(
+        Extension(
+            "aiokafka_lite.produce._chandle",
+            sources=["src/aiokafka_lite/produce/_chandle.c"],
             optional=not REQUIRE_EXTENSIONS,
         )
     )

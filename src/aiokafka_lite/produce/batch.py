@@ -25,6 +25,7 @@ from aiokafka_lite.core import concurrency as _backend
 from aiokafka_lite.core.errors import DeliveryFailedError, IllegalStateError, RecordFailure
 from aiokafka_lite.core.futures import on_asyncio, wait_for_callback
 from aiokafka_lite.core.structs import TopicPartition
+from aiokafka_lite.produce._handles import handle_functions
 from aiokafka_lite.wire.records import BatchBuilder
 
 __all__ = [
@@ -464,9 +465,6 @@ class SendWakeup:
         self.result()
 
 
-_new_object = object.__new__
-
-
 class RecordFuture:
     """The outcome of one enqueued record: ``await`` it for its :class:`RecordMetadata`
     (or the delivery error).
@@ -503,15 +501,9 @@ class RecordFuture:
     @classmethod
     def of(cls, batch: ProducerBatch, index: int) -> RecordFuture:
         """The handle of record ``index`` of ``batch`` (what ``RecordFuture(batch, index)``
-        builds, without the type-call overhead: the enqueue fast path makes one per record)."""
-        fut = _new_object(cls)
-        fut._batch = batch
-        fut._index = index
-        fut._callbacks = None
-        fut._cancelled = False
-        fut._cancel_message = None
-        fut._asyncio_future_blocking = False
-        return fut
+        builds, without the type-call overhead, and untracked by the garbage collector
+        while it has no callbacks: see ``_handles``)."""
+        return new_handle(cls, batch, index)
 
     def another_handle(self) -> RecordFuture:
         """Public hook (tracing): a new handle of the same record, whose done-callbacks
@@ -580,6 +572,7 @@ class RecordFuture:
             context = contextvars.copy_context()
         batch = self._batch
         if batch.is_done or self._cancelled:
+            track_handle(self)  # the batch's ready list references it until that runs
             # batch._schedule(), inlined: gather/wait add one callback to every record
             ready = batch._ready
             if ready is None:
@@ -589,6 +582,7 @@ class RecordFuture:
             return
         callbacks = self._callbacks
         if callbacks is None:
+            track_handle(self)  # from here on the batch references it: a cycle is possible
             self._callbacks = [fn, context]
             watchers = batch._watchers
             if watchers is None:
@@ -865,3 +859,8 @@ def record_failures(handles: Iterable[RecordFuture]) -> list[RecordFailure]:
             if error is not None:
                 failures.append(RecordFailure(i, holder.tp.topic, holder.tp.partition, error))
     return failures
+
+
+#: ``new_handle(cls, batch, index)``: a pending handle (``cls`` is RecordFuture or a
+#: subclass without slots of its own); ``track_handle(handle)``: before its first callback.
+new_handle, track_handle = handle_functions(RecordFuture)

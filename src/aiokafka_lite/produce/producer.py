@@ -73,6 +73,7 @@ from aiokafka_lite.produce.batch import (
     SendWakeup,
     distinct_batches,
     has_failures,
+    new_handle,
     record_failures,
 )
 from aiokafka_lite.produce.partitioner import group_by_key_partition, key_partition
@@ -106,7 +107,7 @@ _BYTES_TYPES: Final = (bytes, bytearray, memoryview)
 
 
 _time = time.time
-_new_future = object.__new__
+_new_handle = new_handle
 #: A producer loop that never suspends yields to the sender after this many full batches.
 _YIELD_EVERY_FULL_BATCHES: Final = 8
 
@@ -822,16 +823,9 @@ class Producer:
                 # Python call in between.
                 add = q.add
                 if add is not None and (index := add(int(_time() * 1000), key, value, ())) >= 0:
-                    # RecordFuture.of(batch, index) inlined: the call alone cost 4-10% of
-                    # enqueue+wait_all (bench/trees.py, asyncio/trio)
-                    fut = _new_future(RecordFuture)
-                    fut._batch = q.open  # type: ignore[assignment]  # not None while add is set
-                    fut._index = index
-                    fut._callbacks = None
-                    fut._cancelled = False
-                    fut._cancel_message = None
-                    fut._asyncio_future_blocking = False
-                    return fut
+                    # RecordFuture.of(batch, index) without the classmethod call (4-10% of
+                    # enqueue+wait_all, bench/trees.py); the handle is untracked (_handles)
+                    return _new_handle(RecordFuture, q.open, index)
         return await self._enqueue_general(topic, value, key, partition, timestamp_ms, headers)
 
     async def _enqueue_general(
@@ -855,7 +849,7 @@ class Producer:
             # Not after every batch: requests carrying several batches are cheaper.
             self._full_since_yield = 0
             await _backend.sleep(0)
-        return RecordFuture(batch, index)
+        return _new_handle(RecordFuture, batch, index)
 
     async def send(
         self,
