@@ -500,3 +500,57 @@ def test_iter_batches_delivers_good_batches_before_the_corrupt_one() -> None:
         next(it)
     assert scan_batches(framing[: len(good) + 10]) == ([(0, len(good), 2)], len(good))
     assert scan_batches(good[:30]) == ([], 0)
+
+
+# ------------------------------------------------------------------ the consumer's form
+
+
+@pytest.mark.parametrize("codec", [Compression.NONE, Compression.LZ4])
+def test_records_as_builds_consumer_records_like_records_does(backend: Backend, codec: Compression) -> None:
+    import gc
+
+    from aiokafka_lite.consume.record import Record as ConsumerRecord
+
+    items = [
+        (3000 + i, None if i % 4 == 0 else b"k%d" % i, b"v" * i, [("h", b"1"), ("n", None)] if i % 3 else [])
+        for i in range(40)
+    ]
+    batch = only(encode_batch(items, compression=codec, base_offset=900, partition_leader_epoch=5))
+    records = batch.records_as((ConsumerRecord, "orders", 4, TimestampType.CREATE_TIME, 5))
+    expected = [
+        ConsumerRecord(
+            "orders",
+            4,
+            r.offset,
+            r.key,
+            r.value,
+            tuple(r.headers),
+            r.timestamp,
+            TimestampType.CREATE_TIME,
+            5,
+        )
+        for r in batch.records()
+    ]
+    assert records == expected
+    assert all(type(r) is ConsumerRecord for r in records)
+    assert records[0].headers == () and records[1].headers == (("h", b"1"), ("n", None))
+    assert records[1]._replace(value=b"x").value == b"x"
+    if backend.name == "c":
+        # Built untracked: they can never be part of a cycle (see _crecords.c).
+        assert not any(gc.is_tracked(r) or gc.is_tracked(r.headers) for r in records)
+    data = bytes(batch._data)
+    with pytest.raises(CorruptRecordError, match="record count 1000 cannot fit"):  # same errors
+        _v2.decode_records_as(data, 61, len(data), 1000, 0, 0, None, ConsumerRecord, "t", 0, 0, None)
+
+
+def test_records_as_rejects_a_class_that_is_not_a_plain_tuple_subclass() -> None:
+    require_c_backend()
+    batch = only(encode_batch([(1, None, b"v", [])]))
+    assert _v2.c_ext is not None
+
+    class WithDict(tuple):  # type: ignore[type-arg]
+        pass
+
+    for cls in (list, WithDict, int):
+        with pytest.raises(TypeError, match="tuple subclass without slots"):
+            _v2.c_ext.decode_records(batch._data, 61, len(batch._data), 1, 0, 0, None, cls, "t", 0, 0, None)

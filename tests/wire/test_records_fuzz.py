@@ -12,6 +12,7 @@ from test_records_support import legacy_message, require_c_backend
 from aiokafka_lite.core.errors import CorruptRecordError, KafkaError
 from aiokafka_lite.wire.compression import Compression, compress, decompress
 from aiokafka_lite.wire.records import (
+    TimestampType,
     _pyimpl,
     _v2,
     build_control_batch,
@@ -176,3 +177,34 @@ def test_round_trip_property(builder_class: Any, items: list[Any], codec: Compre
     assert got == [(5 + i, t, k, v, h) for i, (t, k, v, h) in enumerate(items)]
     if items:
         assert batch.max_timestamp == max(t for t, *_ in items)
+
+
+def _as_consumer_records(records: list[Any]) -> list[Any]:
+    from aiokafka_lite.consume.record import Record as ConsumerRecord
+
+    return [
+        ConsumerRecord(
+            "t", 2, r.offset, r.key, r.value, tuple(r.headers), r.timestamp, TimestampType.CREATE_TIME, 9
+        )
+        for r in records
+    ]
+
+
+@FUZZ
+@given(
+    st.one_of(
+        st.binary(max_size=200),
+        st.sampled_from(CORPUS).map(lambda b: b[61:] if len(b) > 61 else b),
+    ),
+    st.integers(-2, 12),
+    st.one_of(st.none(), st.integers(-(1 << 63), (1 << 63) - 1)),
+)
+def test_the_consumers_form_agrees_with_the_pure_python_records(
+    c_decode_records: Any, data: bytes, count: int, lat: int | None
+) -> None:
+    from aiokafka_lite.consume.record import Record as ConsumerRecord
+
+    form = (ConsumerRecord, "t", 2, TimestampType.CREATE_TIME, 9)
+    c = _run(lambda *args: c_decode_records(*args, *form), data, count, lat)
+    python = _run(lambda *args: _as_consumer_records(_pyimpl.decode_records(*args)), data, count, lat)
+    assert c == python

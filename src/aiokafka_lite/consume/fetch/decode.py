@@ -198,27 +198,36 @@ class CompletedFetch:
             if batch.last_offset < position:
                 self.batch_index += 1
                 continue
+            leader_epoch = epoch if epoch >= 0 else None
+            v2 = isinstance(batch, RecordBatch)
+            if v2:
+                ts_type = _TS_TYPES[1 if attrs & _ATTR_TIMESTAMP_TYPE else 0]
+            else:
+                ts_type = batch.timestamp_type
+            plain = key_deserializer is None and value_deserializer is None
             try:
-                raw = batch.records()
+                if plain and v2:
+                    # Records built by the decoder itself, as Records (with the C extension:
+                    # one allocation each, untracked by the garbage collector).
+                    raw = batch.records_as((Record, tp.topic, tp.partition, ts_type, leader_epoch))  # type: ignore[union-attr]
+                else:
+                    raw = batch.records()
             except CorruptRecordError as exc:
                 raise CorruptRecordError(
                     f"{tp.topic}-{tp.partition}: cannot decode batch at offset "
                     f"{max(position, _base_offset(batch))}: {exc}"
                 ) from None
             self.batch_index += 1
-            leader_epoch = epoch if epoch >= 0 else None
             self.last_epoch = leader_epoch
-            if batch.magic == 2:
-                ts_type = _TS_TYPES[1 if attrs & _ATTR_TIMESTAMP_TYPE else 0]
-            else:
-                ts_type = batch.timestamp_type
             if raw and raw[0].offset < position:
                 raw = [r for r in raw if r.offset >= position]
             if not raw:
                 continue
+            if plain and v2:
+                return raw
             topic = tp.topic
             partition = tp.partition
-            if key_deserializer is None and value_deserializer is None:
+            if plain:
                 # Headers become tuples (the empty one is shared): one tracked object
                 # less per record makes garbage collections cheaper.
                 return [

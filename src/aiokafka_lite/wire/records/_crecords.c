@@ -22,6 +22,7 @@
 
 static PyObject *CorruptRecordError = NULL;
 static PyTypeObject *RecordType = NULL;
+static PyTypeObject *LastFormType = NULL;
 static Py_ssize_t off_offset, off_timestamp, off_key, off_value, off_headers;
 
 /* ------------------------------------------------------------------ varints */
@@ -165,9 +166,28 @@ decode_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_RuntimeError, "_crecords.setup() was not called");
         return NULL;
     }
-    if (nargs != 7) {
-        PyErr_SetString(PyExc_TypeError, "decode_records() takes 7 arguments");
+    if (nargs != 7 && nargs != 12) {
+        PyErr_SetString(PyExc_TypeError, "decode_records() takes 7 or 12 arguments");
         return NULL;
+    }
+    /* The consumer's form (5 more arguments: cls, topic, partition, timestamp type, leader
+       epoch): records are built as instances of ``cls``, a tuple subclass without slots
+       (the consumer's NamedTuple Record), holding (topic, partition, offset, key, value,
+       headers as a tuple, timestamp, timestamp type, leader epoch). What the consumer
+       built from the 7-argument form in a Python loop, in one allocation per record. */
+    PyTypeObject *form = NULL;
+    if (nargs == 12) {
+        form = (PyTypeObject *)args[7];
+        if (form != LastFormType) {
+            if (!PyType_Check(args[7]) || !PyType_IsSubtype(form, &PyTuple_Type) ||
+                form->tp_basicsize != PyTuple_Type.tp_basicsize || form->tp_dictoffset != 0 ||
+                form->tp_itemsize != PyTuple_Type.tp_itemsize) {
+                PyErr_SetString(PyExc_TypeError,
+                                "decode_records(): the record class must be a tuple subclass without slots");
+                return NULL;
+            }
+            LastFormType = form; /* borrowed: only compared, never dereferenced unchecked */
+        }
     }
     Py_ssize_t start = PyLong_AsSsize_t(args[1]);
     Py_ssize_t stop = PyLong_AsSsize_t(args[2]);
@@ -329,7 +349,7 @@ decode_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                          (long long)hcount);
             goto fail;
         }
-        headers = PyList_New((Py_ssize_t)hcount);
+        headers = form != NULL ? PyTuple_New((Py_ssize_t)hcount) : PyList_New((Py_ssize_t)hcount);
         if (headers == NULL)
             goto fail;
         for (Py_ssize_t h = 0; h < (Py_ssize_t)hcount; h++) {
@@ -420,8 +440,13 @@ decode_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                 if (h < HKEY_CACHE)
                     Py_XSETREF(pair_cache[h], Py_NewRef(pair));
             }
-            PyList_SET_ITEM(headers, h, pair);
+            if (form != NULL)
+                PyTuple_SET_ITEM(headers, h, pair);
+            else
+                PyList_SET_ITEM(headers, h, pair);
         }
+        if (form != NULL && hcount > 0)
+            PyObject_GC_UnTrack(headers); /* holds only untracked (str, bytes|None) pairs */
         if (p != rec_end) {
             Py_ssize_t diff = (Py_ssize_t)(p - rec_end);
             PyErr_Format(CorruptRecordError, "record %zd: record length mismatch (%s%zd bytes)", i,
@@ -455,6 +480,27 @@ decode_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                 Py_XSETREF(last_ts, Py_NewRef(o_ts));
                 last_ts_value = ts;
             }
+        }
+        if (form != NULL) {
+            rec = form->tp_alloc(form, 9);
+            if (rec == NULL)
+                goto fail;
+            PyObject **item = ((PyTupleObject *)rec)->ob_item;
+            item[0] = Py_NewRef(args[8]);
+            item[1] = Py_NewRef(args[9]);
+            item[2] = o_off;
+            item[3] = key;
+            item[4] = value;
+            item[5] = headers;
+            item[6] = o_ts;
+            item[7] = Py_NewRef(args[10]);
+            item[8] = Py_NewRef(args[11]);
+            /* Nothing it references can reference it back (str, ints, bytes or None,
+               untracked header tuples, the timestamp type), so it can never be part of a
+               cycle: spare the collector from scanning every buffered record. */
+            PyObject_GC_UnTrack(rec);
+            PyList_SET_ITEM(result, i, rec);
+            continue;
         }
         rec = RecordType->tp_alloc(RecordType, 0);
         if (rec == NULL)

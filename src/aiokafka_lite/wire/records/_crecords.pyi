@@ -1,8 +1,10 @@
 from collections.abc import Iterable
+from typing import Any, overload
 
 from aiokafka_lite.wire.records._model import Buffer, Record
 
 def setup(record_type: type[Record], error: type[Exception], /) -> None: ...
+@overload
 def decode_records(
     data: Buffer,
     start: int,
@@ -13,6 +15,22 @@ def decode_records(
     log_append_time: int | None,
     /,
 ) -> list[Record]: ...
+@overload
+def decode_records(
+    data: Buffer,
+    start: int,
+    end: int,
+    count: int,
+    base_offset: int,
+    base_timestamp: int,
+    log_append_time: int | None,
+    cls: type[tuple[Any, ...]],
+    topic: str,
+    partition: int,
+    timestamp_type: Any,
+    leader_epoch: int | None,
+    /,
+) -> list[Any]: ...
 def murmur2_u32(data: Buffer, /) -> int: ...
 def group_by_key_partition(keys: list[bytes], count: int, /) -> tuple[list[int], list[int]]: ...
 def scan_records(data: Buffer, start: int, end: int, count: int, /) -> tuple[int, int, list[int], bool]: ...

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from crc32c import crc32c
 
@@ -50,6 +50,55 @@ ScanFn = Callable[[Buffer, int, int, int], tuple[int, int, list[int], bool]]
 
 #: Record decoder in use (module global so tests can swap backends).
 decode_records: DecodeFn = c_ext.decode_records if c_ext is not None else _pyimpl.decode_records
+#: ``(cls, topic, partition, timestamp_type, leader_epoch)``: see :meth:`RecordBatch.records_as`.
+RecordForm = tuple[type[tuple[Any, ...]], str, int, Any, "int | None"]
+
+
+def _py_decode_records_as(
+    data: Buffer,
+    start: int,
+    end: int,
+    count: int,
+    base_offset: int,
+    base_timestamp: int,
+    log_append_time: int | None,
+    cls: type[tuple[Any, ...]],
+    topic: str,
+    partition: int,
+    timestamp_type: Any,
+    leader_epoch: int | None,
+) -> list[Any]:
+    new = tuple.__new__
+    return [
+        new(
+            cls,
+            (
+                topic,
+                partition,
+                r.offset,
+                r.key,
+                r.value,
+                tuple(r.headers) if r.headers else (),
+                r.timestamp,
+                timestamp_type,
+                leader_epoch,
+            ),
+        )
+        for r in decode_records(data, start, end, count, base_offset, base_timestamp, log_append_time)
+    ]
+
+
+def decode_records_as(*args: Any) -> list[Any]:
+    """``decode_records`` building the records as ``cls`` instances (``RecordBatch.records_as``):
+    the C decoder builds them directly, untracked by the garbage collector (they cannot be
+    part of a cycle); otherwise the records ``decode_records`` makes are converted."""
+    if decode_records is _C_DECODE:
+        records: list[Any] = decode_records(*args)
+        return records
+    return _py_decode_records_as(*args)
+
+
+_C_DECODE = c_ext.decode_records if c_ext is not None else None
 #: Record walker behind :meth:`RecordBatch.summarize` (same errors as ``decode_records``).
 scan_records: ScanFn = c_ext.scan_records if c_ext is not None else _pyimpl.scan_records
 
@@ -306,6 +355,39 @@ class RecordBatch:
             )
             return decode_records(
                 raw, 0, len(raw), self.record_count, self.base_offset, self.base_timestamp, lat
+            )
+        except UnsupportedCodecError as exc:
+            raise UnsupportedCodecError(f"{self._where()}: {exc}") from None
+        except CorruptRecordError as exc:
+            raise CorruptRecordError(f"{self._where()}: {exc}") from None
+
+    def records_as(self, form: RecordForm) -> list[Any]:
+        """:meth:`records` in another record type: ``form`` is ``(cls, topic, partition,
+        timestamp_type, leader_epoch)`` and each record is ``cls((topic, partition, offset,
+        key, value, headers, timestamp, timestamp_type, leader_epoch))`` with the headers a
+        tuple (the shared empty tuple when there are none). ``cls`` is a tuple subclass
+        without slots (the consumer's Record). Same errors as :meth:`records`."""
+        attrs = self.attributes
+        start = self.position + V2_HEADER_SIZE
+        end = self.position + LOG_OVERHEAD + self.batch_length
+        lat = self.max_timestamp if attrs & ATTR_TIMESTAMP_TYPE else None
+        try:
+            if not attrs & ATTR_CODEC_MASK:
+                return decode_records_as(
+                    self._data,
+                    start,
+                    end,
+                    self.record_count,
+                    self.base_offset,
+                    self.base_timestamp,
+                    lat,
+                    *form,
+                )
+            raw = decompress_to_buffer(
+                codec_from_attributes(attrs), self._data[start:end], self._max_decompressed_size
+            )
+            return decode_records_as(
+                raw, 0, len(raw), self.record_count, self.base_offset, self.base_timestamp, lat, *form
             )
         except UnsupportedCodecError as exc:
             raise UnsupportedCodecError(f"{self._where()}: {exc}") from None
