@@ -526,11 +526,16 @@ class BrokerConnection(asyncio.BufferedProtocol):
             self._drained.clear()
             self.stats.in_flight += 1
         if len(frame) < self._cork_limit:
-            # Cork: frames written in the same loop iteration leave in one send() call.
-            self._wbuf.append(frame)
-            if not self._flush_scheduled:
+            if self._flush_scheduled:
+                # Cork: the frames written after the first in the same loop round leave
+                # together, in one send() call at the start of the next round.
+                self._wbuf.append(frame)
+            else:
+                # The first frame of a round leaves at once: corking it too cost every
+                # lone request (a produce at linger 0, a commit) one loop round of latency.
                 self._flush_scheduled = True
                 self._loop.call_soon(self._flush)
+                transport.write(frame)
         else:
             self._flush()
             transport.write(frame)
