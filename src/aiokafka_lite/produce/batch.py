@@ -68,6 +68,7 @@ class ProducerBatch:
         "_loop",
         "_pending_children",
         "_ready",
+        "_senders_done",
         "_waiters",
         "_wakeups",
         "_watchers",
@@ -136,6 +137,8 @@ class ProducerBatch:
         self._callbacks: list[Callable[[ProducerBatch], None]] | None = None
         #: Tasks in ``Producer.send`` waiting for this batch (see ``SendWakeup``).
         self._wakeups: list[SendWakeup] | None = None
+        #: trio: one event all of the batch's waiting senders wait on (set when done).
+        self._senders_done: Any = None
         #: Record handles with done-callbacks registered while the batch was pending.
         self._watchers: list[RecordFuture] | None = None
         #: Record-handle callbacks due to run in the next ``_run_ready`` (one loop callback),
@@ -246,6 +249,10 @@ class ProducerBatch:
         if wakeups:
             self._wakeups = None
             self.event_loop().call_soon(self._wake, wakeups)
+        senders_done = self._senders_done
+        if senders_done is not None:
+            self._senders_done = None
+            senders_done.set()
 
     def _wake(self, wakeups: list[SendWakeup]) -> None:
         """Wake the Tasks waiting in ``send`` (one loop callback for all of them)."""
@@ -432,7 +439,7 @@ class SendWakeup:
         self._callback = fn
         self._context = context if context is not None else contextvars.copy_context()
         batch = self._batch
-        if self.done():
+        if batch.is_done or self._cancelled:
             self.get_loop().call_soon(fn, self, context=self._context)
         elif batch._wakeups is None:
             batch._wakeups = [self]
@@ -457,11 +464,18 @@ class SendWakeup:
     def __await__(self) -> Generator[Any, None, None]:
         if not self.done():
             if on_asyncio() is None:  # trio: no Task to hand this to
-                batch = self._batch  # one waiter per send: no Task protocol here
-                yield from wait_for_callback(batch.add_done_callback, None).__await__()
+                # The batch's senders share one event: a per-send future, closure and
+                # batch callback cost trio's send from many tasks twice asyncio's CPU.
+                batch = self._batch
+                event = batch._senders_done
+                if event is None:
+                    event = batch._senders_done = _backend.event()
+                yield from event.wait().__await__()
                 return
             self._asyncio_future_blocking = True
             yield self
+            if self._batch.is_done and not self._cancelled:
+                return  # woken by the batch (the Task's wake-up already read result())
         self.result()
 
 
