@@ -75,6 +75,7 @@ PRODUCE_WORKERS: dict[str, Callable[..., Any]] = {
     "ours gather": produce.lite_enqueue_gather,
     "ours send x1000": produce.lite_send_tasks,
     "aiokafka gather": produce.aiokafka_send_gather,
+    "compat gather": produce.compat_send_gather,
     "aiokafka send x1000": produce.aiokafka_send_tasks,
 }
 CONSUME_WORKERS: dict[str, Callable[[str, int, str], Any]] = {
@@ -97,6 +98,12 @@ LATENCY = ["ours latency", "confluent latency"]
 ROWS = [
     ("produce, every delivery confirmed: enqueue + wait_all", "ours wait_all", "trio wait_all", None),
     ("produce: enqueue + gather (aiokafka send + gather)", "ours gather", None, "aiokafka gather"),
+    (
+        "produce: our aiokafka-compatible send + gather (aiokafka's same code)",
+        "compat gather",
+        None,
+        "aiokafka gather",
+    ),
     (
         "produce: send from 1,000 tasks (aiokafka send_and_wait)",
         "ours send x1000",

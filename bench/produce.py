@@ -142,8 +142,13 @@ Phases = dict[str, float]
 _LITE = {"acks": "all", "linger_ms": 5, "enable_idempotence": True}
 
 
-def _aiokafka_producer(bootstrap: str, codec: str) -> Any:
-    from aiokafka import AIOKafkaProducer
+def _aiokafka_producer(bootstrap: str, codec: str, compat: bool = False) -> Any:
+    """aiokafka's producer, or (``compat``) ours behind the aiokafka-compatible API, with
+    the same arguments."""
+    if compat:
+        from aiokafka_lite.compat.aiokafka import AIOKafkaProducer
+    else:
+        from aiokafka import AIOKafkaProducer
 
     return AIOKafkaProducer(
         bootstrap_servers=bootstrap,
@@ -232,10 +237,17 @@ async def lite_send_batch(bootstrap: str, topic: str, n: int, value: bytes, code
         return clock() - t0
 
 
-async def aiokafka_send_gather(
+async def compat_send_gather(
     bootstrap: str, topic: str, n: int, value: bytes, codec: str
 ) -> tuple[float, Phases]:
-    p = _aiokafka_producer(bootstrap, codec)
+    """``aiokafka_send_gather``'s code on our aiokafka-compatible producer."""
+    return await aiokafka_send_gather(bootstrap, topic, n, value, codec, compat=True)
+
+
+async def aiokafka_send_gather(
+    bootstrap: str, topic: str, n: int, value: bytes, codec: str, compat: bool = False
+) -> tuple[float, Phases]:
+    p = _aiokafka_producer(bootstrap, codec, compat)
     await p.start()
     try:
         await p.send_and_wait(topic, b"warm-up")
