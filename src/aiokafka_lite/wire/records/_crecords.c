@@ -186,7 +186,8 @@ decode_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                                 "decode_records(): the record class must be a tuple subclass without slots");
                 return NULL;
             }
-            LastFormType = form; /* borrowed: only compared, never dereferenced unchecked */
+            Py_INCREF(form); /* held, so the address compared above stays this class's */
+            Py_XSETREF(LastFormType, form);
         }
     }
     Py_ssize_t start = PyLong_AsSsize_t(args[1]);
