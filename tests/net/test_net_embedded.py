@@ -284,7 +284,9 @@ async def test_no_task_outlives_close(kafka_cluster_factory: Any) -> None:
         await c.find_coordinator("g")
         for node in (1, 2, 3):
             await c.connection(node)
-    kc.add_latency(None, 1.0, count=1, broker_id=1)
+    # Only DescribeGroups is held: with every API, a metadata refresh (every 20 ms here)
+    # could take the one delayed slot first, and the request then completed before close.
+    kc.add_latency(DescribeGroupsRequest, 3.0, count=1, broker_id=1)
     pending = asyncio.create_task(clients[0].send(DescribeGroupsRequest(groups=["x"]), node_id=1))
     await asyncio.sleep(0.05)
     assert _library_tasks()
