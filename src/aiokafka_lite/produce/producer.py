@@ -108,7 +108,6 @@ _BYTES_TYPES: Final = (bytes, bytearray, memoryview)
 
 _time = time.time
 _new_handle = new_handle
-_new_metadata = tuple.__new__
 #: A producer loop that never suspends yields to the sender after this many full batches.
 _YIELD_EVERY_FULL_BATCHES: Final = 8
 
@@ -874,20 +873,6 @@ class Producer:
             batch, index = await self._append_slow(topic, partition, headers, index)
         if not batch.is_done:
             await SendWakeup(batch)  # woken with the batch's other senders, in one loop callback
-        if batch.error is None and batch.children is None:
-            # Delivered (batch.metadata(index) without the call: one per record here)
-            base = batch.base_offset
-            lat = batch.log_append_time
-            tp = batch.tp
-            return _new_metadata(
-                RecordMetadata,
-                (
-                    tp.topic,
-                    tp.partition,
-                    base + index if base >= 0 else -1,
-                    lat if lat >= 0 else batch.timestamps[index],
-                ),
-            )
         return batch.metadata(index)
 
     async def enqueue_batch(
