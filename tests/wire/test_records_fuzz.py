@@ -138,15 +138,18 @@ def _run(fn: Any, data: bytes, count: int, lat: int | None) -> tuple[str, Any]:
         return "error", str(exc)
 
 
-@FUZZ
-@given(
-    st.one_of(
-        st.binary(max_size=200),
-        st.sampled_from(CORPUS).map(lambda b: b[61:] if len(b) > 61 else b),
-    ),
-    st.integers(-2, 12),
-    st.one_of(st.none(), st.integers(-(1 << 63), (1 << 63) - 1)),
+#: A records region (arbitrary bytes, or a real batch's records), a record count, a
+#: LogAppendTime or None: the arguments both decoders are fuzzed with.
+RECORDS_REGION = st.one_of(
+    st.binary(max_size=200),
+    st.sampled_from(CORPUS).map(lambda b: b[61:] if len(b) > 61 else b),
 )
+RECORD_COUNT = st.integers(-2, 12)
+LOG_APPEND_TIME = st.one_of(st.none(), st.integers(-(1 << 63), (1 << 63) - 1))
+
+
+@FUZZ
+@given(RECORDS_REGION, RECORD_COUNT, LOG_APPEND_TIME)
 def test_backends_agree_on_arbitrary_records(
     c_decode_records: Any, data: bytes, count: int, lat: int | None
 ) -> None:
@@ -191,14 +194,7 @@ def _as_consumer_records(records: list[Any]) -> list[Any]:
 
 
 @FUZZ
-@given(
-    st.one_of(
-        st.binary(max_size=200),
-        st.sampled_from(CORPUS).map(lambda b: b[61:] if len(b) > 61 else b),
-    ),
-    st.integers(-2, 12),
-    st.one_of(st.none(), st.integers(-(1 << 63), (1 << 63) - 1)),
-)
+@given(RECORDS_REGION, RECORD_COUNT, LOG_APPEND_TIME)
 def test_the_consumers_form_agrees_with_the_pure_python_records(
     c_decode_records: Any, data: bytes, count: int, lat: int | None
 ) -> None:

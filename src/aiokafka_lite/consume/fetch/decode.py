@@ -46,6 +46,7 @@ from aiokafka_lite.wire.records import (
     RecordBatch,
     TimestampType,
     as_byte_view,
+    as_records,
     parse_batches,
 )
 
@@ -230,23 +231,7 @@ class CompletedFetch:
             if plain:
                 # Headers become tuples (the empty one is shared): one tracked object
                 # less per record makes garbage collections cheaper.
-                return [
-                    _new(
-                        Record,
-                        (
-                            topic,
-                            partition,
-                            r.offset,
-                            r.key,
-                            r.value,
-                            tuple(r.headers) if r.headers else (),
-                            r.timestamp,
-                            ts_type,
-                            leader_epoch,
-                        ),
-                    )
-                    for r in raw
-                ]
+                return as_records(raw, Record, topic, partition, ts_type, leader_epoch)
             if contextual:
                 return self._deserialize_in_context(
                     raw, ts_type, leader_epoch, key_deserializer, value_deserializer

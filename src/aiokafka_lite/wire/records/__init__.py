@@ -35,7 +35,7 @@ from aiokafka_lite.wire.records._model import (
     RecordsSummary,
     TimestampType,
 )
-from aiokafka_lite.wire.records._v2 import BatchBuilder, RecordBatch, encode_batch
+from aiokafka_lite.wire.records._v2 import BatchBuilder, RecordBatch, as_records, encode_batch
 
 #: True when the C accelerator is in use.
 HAS_C_EXTENSION: bool = c_ext is not None
@@ -57,6 +57,7 @@ __all__ = [
     "RecordsSummary",
     "TimestampType",
     "as_byte_view",
+    "as_records",
     "build_control_batch",
     "control_record_key",
     "decode_batches",

@@ -54,20 +54,16 @@ decode_records: DecodeFn = c_ext.decode_records if c_ext is not None else _pyimp
 RecordForm = tuple[type[tuple[Any, ...]], str, int, Any, "int | None"]
 
 
-def _py_decode_records_as(
-    data: Buffer,
-    start: int,
-    end: int,
-    count: int,
-    base_offset: int,
-    base_timestamp: int,
-    log_append_time: int | None,
+def as_records(
+    records: Iterable[Record],
     cls: type[tuple[Any, ...]],
     topic: str,
     partition: int,
     timestamp_type: Any,
     leader_epoch: int | None,
 ) -> list[Any]:
+    """Decoded records as ``cls`` instances, as :meth:`RecordBatch.records_as` builds them
+    (headers as a tuple, the shared empty one when there are none)."""
     new = tuple.__new__
     return [
         new(
@@ -84,8 +80,23 @@ def _py_decode_records_as(
                 leader_epoch,
             ),
         )
-        for r in decode_records(data, start, end, count, base_offset, base_timestamp, log_append_time)
+        for r in records
     ]
+
+
+def _py_decode_records_as(
+    data: Buffer,
+    start: int,
+    end: int,
+    count: int,
+    base_offset: int,
+    base_timestamp: int,
+    log_append_time: int | None,
+    *form: Any,
+) -> list[Any]:
+    return as_records(
+        decode_records(data, start, end, count, base_offset, base_timestamp, log_append_time), *form
+    )
 
 
 def decode_records_as(*args: Any) -> list[Any]:
