@@ -3,6 +3,7 @@ fetching there at once, without waiting for a metadata refresh."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 
 import pytest
@@ -12,7 +13,7 @@ from aiokafka_lite.broker import EmbeddedCluster
 from aiokafka_lite.consume import Consumer
 from aiokafka_lite.core.structs import TopicPartition
 from aiokafka_lite.net import Client
-from aiokafka_lite.wire.messages import MetadataRequest
+from aiokafka_lite.wire.messages import MetadataRequest, OffsetForLeaderEpochRequest
 
 Factory = Callable[..., Awaitable[EmbeddedCluster]]
 T0 = TopicPartition("t", 0)
@@ -44,5 +45,42 @@ async def test_fetch_follows_the_leader_named_in_the_response(kafka_cluster_fact
             assert fetcher is not None and fetcher.partitions_moved_by_leader_hint == 1
             assert consumer.client.cluster.leader_for(T0) == new
             assert consumer.client.cluster.leader_epoch(T0) == new_epoch
+        finally:
+            cluster.clear_faults()
+
+
+@pytest.mark.kafka_embedded  # moves a leader, holds metadata answers back, fails one request
+async def test_position_check_at_a_new_leader_not_ready_yet_retries_without_metadata(
+    kafka_cluster_factory: Factory,
+) -> None:
+    """A new leader can name itself in metadata a moment before it takes the partition
+    (Apache applies the metadata image before the partition's state): the first
+    OffsetForLeaderEpoch there is refused as UNKNOWN_LEADER_EPOCH. The retry has to go
+    to the leader the consumer knows from the hint, not wait for a metadata answer."""
+    cluster = await kafka_cluster_factory(brokers=3)
+    cluster.create_topic("t", 1, replication_factor=3)
+    await fill(cluster.bootstrap, {T0: 10}, batch=5)
+    async with Consumer(cluster.bootstrap, auto_offset_reset="earliest", **FAST) as consumer:
+        consumer.assign([T0])
+        assert [r.offset for r in await take(consumer, 10)] == list(range(10))
+        consumer.pause(T0)
+        fetcher = consumer.fetcher
+        assert fetcher is not None
+        async with asyncio.timeout(10):  # a fetch sent before the pause would read offset 10
+            while T0 in fetcher._inflight:  # noqa: ASYNC110 - in-flight fetches have no event
+                await asyncio.sleep(0.005)
+        await fill(cluster.bootstrap, {T0: 1})
+        old = consumer.client.cluster.leader_for(T0)
+        new = next(b.node_id for b in cluster.brokers if b.node_id != old)
+        cluster.add_latency(MetadataRequest, 3600.0)
+        cluster.inject_error(OffsetForLeaderEpochRequest, 75, broker_id=new)  # UNKNOWN_LEADER_EPOCH
+        _, new_epoch = cluster.move_leader("t", 0, new)
+        consumer.resume(T0)
+        try:
+            got = await take(consumer, 1, limit_s=30)
+            assert got[0].offset == 10
+            assert fetcher.partitions_moved_by_leader_hint == 1
+            assert consumer.client.cluster.leader_epoch(T0) == new_epoch
+            assert not cluster.faults._errors, "the consumer never asked the new leader"
         finally:
             cluster.clear_faults()

@@ -769,12 +769,14 @@ class Client:
                 )
                 await _backend.sleep(delay)
                 if getattr(exc, "invalidates_metadata", False):
-                    # Refresh before the next attempt, so it goes where the data now lives.
+                    # Refresh before the next attempt, so it goes where the data now lives;
+                    # but wait for the answer no longer than a backoff: without it the
+                    # attempt goes by the view we have (a leader hint may have moved it).
+                    wait_s = min(max(delay, self.config.retry_backoff_ms / 1000), deadline - loop.time())
                     try:
-                        async with _backend.timeout(max(deadline - loop.time(), 0.001)):
-                            await self.refresh_metadata()
-                    except (TimeoutError, E.KafkaError) as refresh_exc:
-                        if isinstance(refresh_exc, E.KafkaError) and not refresh_exc.retriable:
+                        await self.refresh_metadata(timeout_ms=max(wait_s, 0.001) * 1000)
+                    except E.KafkaError as refresh_exc:
+                        if not refresh_exc.retriable:
                             raise
                 elif isinstance(exc, E.KafkaConnectionError):
                     self.request_metadata_refresh()
