@@ -421,6 +421,19 @@ class EmbeddedCluster:
         the partitions it led move to live brokers with a bumped leader epoch."""
         await self.broker(node_id).stop()
 
+    async def kill_broker(self, node_id: int) -> None:
+        """Kills a broker the way Apache Kafka sees a SIGKILL: its connections drop and its
+        port refuses connections at once, but metadata goes on naming it, as the leader of
+        its partitions too, until ``fence_broker`` (Kafka's controller fences a broker
+        that stopped heartbeating after ``broker.session.timeout.ms``). Clients that
+        refresh metadata in between learn nothing new."""
+        await self.broker(node_id).stop(fence=False)
+
+    def fence_broker(self, node_id: int) -> None:
+        """The controller's side of ``kill_broker``: the broker leaves metadata and the
+        partitions it led move to live brokers under a bumped leader epoch."""
+        self.state.set_broker_alive(node_id, False)
+
     async def start_broker(self, node_id: int) -> None:
         """Restarts a stopped broker on its previous port. Leadership does not move back
         by itself (use ``move_leader``)."""

@@ -154,8 +154,10 @@ class BrokerServer:
         self._sweeper = loop.create_task(self._sweep_idle(), name=f"kafka-broker-{self.node_id}-idle")
         log.debug("broker %d listening on %s", self.node_id, self.address)
 
-    async def stop(self) -> None:
-        """Closes the listener and every connection (abruptly, like a killed broker)."""
+    async def stop(self, *, fence: bool = True) -> None:
+        """Closes the listener and every connection (abruptly, like a killed broker).
+        ``fence=False``: metadata still names the broker and the partitions it leads
+        until ``state.set_broker_alive(node_id, False)``."""
         server, self._server = self._server, None
         if server is None:
             return
@@ -172,7 +174,8 @@ class BrokerServer:
             await asyncio.wait_for(server.wait_closed(), 2.0)
         except TimeoutError:
             log.warning("broker %d: listener did not close in time", self.node_id)
-        self.state.set_broker_alive(self.node_id, False)
+        if fence:
+            self.state.set_broker_alive(self.node_id, False)
 
     async def _sweep_idle(self) -> None:
         """Closes connections idle for longer than connections.max.idle.ms (10 minutes)."""

@@ -806,6 +806,15 @@ class Fetcher:
                 version = await self._client.negotiated_version(leader, OFFSET_FOR_LEADER_EPOCH_KEY)
             except E.UnsupportedVersionError:
                 version = -1
+            except E.KafkaError as exc:
+                if not exc.retriable:
+                    raise
+                # The leader we know is unreachable: it may have died after our last
+                # metadata refresh, and nothing else may make us refresh (no partition of
+                # ours fetches from it). Ask; the next round checks at the leader named.
+                log.debug("position check of %s-%s at node %s: %s", tp.topic, tp.partition, leader, exc)
+                self._refresh_metadata_soon((tp.topic,))
+                continue
             if version < 3:
                 sub.complete_validation(tp)  # broker too old for consumer validation
                 continue
