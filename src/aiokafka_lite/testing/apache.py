@@ -765,7 +765,16 @@ class ApacheCluster:
                     raise ApacheKafkaError(f"Kafka did not register {count} broker(s) in time\n{tails}")
                 await asyncio.sleep(0.1)
 
-        self._run(probe, timeout=max(1.0, deadline - time.monotonic() + 10))
+        while True:
+            try:
+                self._run(probe, timeout=max(1.0, deadline - time.monotonic() + 10))
+                return
+            except KafkaError:
+                # The control client could not connect yet: a broker that is still starting
+                # (on a busy machine) may take longer than a request timeout to answer.
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
 
     async def _each_broker_view(self, admin: Admin, topics: Sequence[str] = ()) -> list[MetadataResponse]:
         """Every running broker's own metadata, asked of that broker directly.
