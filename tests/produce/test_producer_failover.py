@@ -59,9 +59,14 @@ async def test_cancelled_send_still_delivers_and_leaves_producer_usable(
     kafka_cluster: EmbeddedCluster,
 ) -> None:
     kafka_cluster.create_topic("cx", 1)
-    async with Producer(kafka_cluster.bootstrap, linger_ms=50) as producer:
+    # linger_ms: the window for cancelling "a" while it waits for its delivery.
+    async with Producer(kafka_cluster.bootstrap, linger_ms=1000) as producer:
         task = asyncio.create_task(producer.send("cx", b"a"))
-        await asyncio.sleep(0.01)
+        # Cancel once "a" is in a batch (the first send waits for the topic's metadata
+        # first; a fixed sleep cancelled that wait instead on a busy machine).
+        async with asyncio.timeout(30):
+            while not producer._acc.incomplete:  # noqa: ASYNC110 - the accumulator has no event
+                await asyncio.sleep(0.001)
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         assert task.cancelled()
