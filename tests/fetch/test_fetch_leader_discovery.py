@@ -4,7 +4,8 @@ fetching there at once, without waiting for a metadata refresh."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 from fetch_testlib import fill, produce_raw, take
@@ -20,14 +21,26 @@ T0 = TopicPartition("t", 0)
 FAST = {"fetch_max_wait_ms": 50, "retry_backoff_ms": 20, "metadata_max_age_ms": 600_000}
 
 
-@pytest.mark.kafka_embedded  # moves a leader and holds metadata answers back
-async def test_fetch_follows_the_leader_named_in_the_response(kafka_cluster_factory: Factory) -> None:
-    cluster = await kafka_cluster_factory(brokers=3)
+async def _three_brokers_ten_records(factory: Factory) -> EmbeddedCluster:
+    cluster = await factory(brokers=3)
     cluster.create_topic("t", 1, replication_factor=3)
     await fill(cluster.bootstrap, {T0: 10}, batch=5)
+    return cluster
+
+
+@contextlib.asynccontextmanager
+async def _consumer_past_the_ten(cluster: EmbeddedCluster) -> AsyncIterator[Consumer]:
+    """A consumer of T0 that has read the ten records (so it fetches from the leader)."""
     async with Consumer(cluster.bootstrap, auto_offset_reset="earliest", **FAST) as consumer:
         consumer.assign([T0])
         assert [r.offset for r in await take(consumer, 10)] == list(range(10))
+        yield consumer
+
+
+@pytest.mark.kafka_embedded  # moves a leader and holds metadata answers back
+async def test_fetch_follows_the_leader_named_in_the_response(kafka_cluster_factory: Factory) -> None:
+    cluster = await _three_brokers_ten_records(kafka_cluster_factory)
+    async with _consumer_past_the_ten(cluster) as consumer:
         old = consumer.client.cluster.leader_for(T0)
         new, new_epoch = cluster.move_leader("t", 0)
         assert new != old
@@ -57,12 +70,8 @@ async def test_position_check_at_a_new_leader_not_ready_yet_retries_without_meta
     (Apache applies the metadata image before the partition's state): the first
     OffsetForLeaderEpoch there is refused as UNKNOWN_LEADER_EPOCH. The retry has to go
     to the leader the consumer knows from the hint, not wait for a metadata answer."""
-    cluster = await kafka_cluster_factory(brokers=3)
-    cluster.create_topic("t", 1, replication_factor=3)
-    await fill(cluster.bootstrap, {T0: 10}, batch=5)
-    async with Consumer(cluster.bootstrap, auto_offset_reset="earliest", **FAST) as consumer:
-        consumer.assign([T0])
-        assert [r.offset for r in await take(consumer, 10)] == list(range(10))
+    cluster = await _three_brokers_ten_records(kafka_cluster_factory)
+    async with _consumer_past_the_ten(cluster) as consumer:
         consumer.pause(T0)
         fetcher = consumer.fetcher
         assert fetcher is not None

@@ -769,12 +769,9 @@ class Client:
                 )
                 await _backend.sleep(delay)
                 if getattr(exc, "invalidates_metadata", False):
-                    # Refresh before the next attempt, so it goes where the data now lives;
-                    # but wait for the answer no longer than a backoff: without it the
-                    # attempt goes by the view we have (a leader hint may have moved it).
-                    wait_s = min(max(delay, self.config.retry_backoff_ms / 1000), deadline - loop.time())
+                    # Refresh before the next attempt, so it goes where the data now lives.
                     try:
-                        await self.refresh_metadata(timeout_ms=max(wait_s, 0.001) * 1000)
+                        await self.refresh_before_retry(None, delay, deadline)
                     except E.KafkaError as refresh_exc:
                         if not refresh_exc.retriable:
                             raise
@@ -829,6 +826,19 @@ class Client:
             raise E.KafkaTimeoutError(
                 f"metadata refresh did not complete within {timeout_ms:.0f} ms"
             ) from None
+
+    async def refresh_before_retry(
+        self, topics: Iterable[str] | None, backoff_s: float, deadline: float
+    ) -> None:
+        """Refresh metadata for ``topics`` (None: the tracked ones) before a retry, waiting
+        for the answer no longer than the retry's backoff (at least ``retry_backoff_ms``)
+        and never past ``deadline`` (the loop's clock). A metadata answer normally comes
+        back within that; when it does not (a slow node, a partition), the retry goes by
+        the view we have, which a leader hint may have updated meanwhile, as Java's
+        clients do, and the refresh goes on for the next one. ``KafkaTimeoutError`` when
+        the wait ends first."""
+        wait_s = min(max(backoff_s, self.config.retry_backoff_ms / 1000), deadline - _backend.loop().time())
+        await self.refresh_metadata(topics, timeout_ms=max(wait_s, 0.001) * 1000)
 
     async def _refresh(
         self, wanted: set[str], *, all_topics: bool = False, bootstrap: bool = False

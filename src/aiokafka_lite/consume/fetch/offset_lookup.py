@@ -105,14 +105,10 @@ async def _by_leader(
             delay = min(0.05 * (2**attempt), 1.0)
             attempt += 1
             await _backend.sleep(min(delay, max(deadline - loop.time(), 0)))
-            # A metadata answer normally comes back within the backoff. When it does not
-            # (a slow node, a partition), retry with the view we have, which a leader hint
-            # may have updated meanwhile, as Java does, instead of spending the deadline
-            # on it: a new leader that refused us a moment before taking the partition
-            # is still the leader to ask. The refresh goes on for the next round.
-            wait_s = min(max(delay, client.config.retry_backoff_ms / 1000), max(deadline - loop.time(), 0))
+            # Bounded by the backoff, not the deadline: a new leader that refused us a
+            # moment before taking the partition is still the leader to ask.
             try:
-                await client.refresh_metadata({tp.topic for tp in pending}, timeout_ms=wait_s * 1000)
+                await client.refresh_before_retry({tp.topic for tp in pending}, delay, deadline)
             except E.KafkaError as exc:
                 last_error = exc
     return results
